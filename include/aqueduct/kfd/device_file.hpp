@@ -1,0 +1,53 @@
+// aqueduct/kfd/device_file.hpp — the `device_file` concept: what the driver layer needs from a
+// KFD device, so that the real one (/dev/kfd) and the emulated one (emu/) are interchangeable.
+//
+// Layer: kfd. Everything in kfd/ and above is written against this concept. Two models exist:
+// `kfd::linux_device` (real system calls) and `emu::device` (an in-process KFD). emu/ does not
+// include this header (kfd/ and emu/ never include each other): it models the concept
+// structurally, and tests `static_assert(kfd::device_file<emu::device>)`.
+//
+// Contract, shared by both models (it is the Linux system-call contract, minus errno):
+// - `ioctl(request, arg)`: request is an AMDKFD_IOC_* number (abi/kfd_ioctl.hpp), arg points to
+//   its struct. Returns 0, or -errno with the kernel's error code (-EINVAL, -ENOTSUPP = -524 ...).
+//   The struct is updated in place exactly as the kernel's copy-out would.
+// - `mmap(addr, length, prot, flags, fd, offset)`: fd is `kfd_fd()` (doorbell, events, MMIO pages;
+//   offset encodes type and gpu_id, spec/kfd.md §3.2), a render node from `open_render_node`
+//   (BO CPU mappings at the mmap_offset ALLOC_MEMORY_OF_GPU returned), or -1 with MAP_ANONYMOUS
+//   (address-space reservation). Returns the address or an errno.
+// - `munmap(addr, length)`: 0 or -errno.
+// - `open_render_node(minor)`: the DRM render node /dev/dri/renderD<minor> that ACQUIRE_VM
+//   takes; returns an fd >= 0 or -errno. `close_render_node(fd)` closes it.
+// - `sysfs_root()`: the directory holding the KFD topology tree (nodes/N/properties ...).
+//
+// Thread safety: ioctl/mmap/munmap may be called from any thread, as with the kernel.
+#pragma once
+
+#include <aqueduct/core/result.hpp>
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+
+namespace aqueduct::kfd {
+
+// Outcome of device_file::mmap: an address, or the errno that refused it.
+struct mapping {
+  void* addr = nullptr;
+  int error = 0;  // 0 on success, else a positive errno
+  [[nodiscard]] explicit operator bool() const noexcept { return error == 0; }
+};
+
+template <class F>
+concept device_file = requires(F& f, const F& cf, unsigned long request, void* arg, void* addr, std::size_t length,
+                               int prot, int flags, int fd, std::uint64_t offset, std::uint32_t minor) {
+  { f.ioctl(request, arg) } noexcept -> std::same_as<int>;
+  { f.mmap(addr, length, prot, flags, fd, offset) } noexcept -> std::same_as<mapping>;
+  { f.munmap(addr, length) } noexcept -> std::same_as<int>;
+  { f.open_render_node(minor) } noexcept -> std::same_as<int>;
+  { f.close_render_node(fd) } noexcept -> std::same_as<int>;
+  { cf.kfd_fd() } noexcept -> std::same_as<int>;
+  { cf.sysfs_root() } noexcept -> std::same_as<const std::filesystem::path&>;
+};
+
+}  // namespace aqueduct::kfd
