@@ -31,6 +31,20 @@
 
 namespace aqueduct::kfd {
 
+// mmap `prot` / `flags` values passed through device_file::mmap: the Linux UAPI values
+// (asm-generic/mman-common.h, x86-64 and arm64 alike). Both models interpret exactly these, so
+// code above the device file never includes <sys/mman.h> (linux_device static_asserts equality).
+// Added by kfd (driver layer) after the first commit; emu::device must accept these values.
+inline constexpr int prot_none = 0x0;
+inline constexpr int prot_read = 0x1;
+inline constexpr int prot_write = 0x2;
+inline constexpr int prot_exec = 0x4;
+inline constexpr int map_shared = 0x01;
+inline constexpr int map_private = 0x02;
+inline constexpr int map_fixed = 0x10;
+inline constexpr int map_anonymous = 0x20;
+inline constexpr int map_noreserve = 0x4000;
+
 // Outcome of device_file::mmap: an address, or the errno that refused it.
 struct mapping {
   void* addr = nullptr;
