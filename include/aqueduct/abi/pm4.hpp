@@ -235,7 +235,9 @@ inline constexpr std::uint32_t dwords = 7;
 }  // namespace gfx9
 // GFX10/11/12: 8 dwords, COUNT 6; dw1 reserved (write 0), dw7 = GCR_CNTL.
 namespace gfx10 {
-using coher_size_hi = bitfield<0, 8>;   // dw3: nvd.h mask 0xFF (Linux writes 0xFFFFFF: width UNVERIFIED §6.2)
+// dw3: nvd.h masks [7:0] but Linux gfx10/11 mem_sync writes 0xFFFFFF and tinygrad 0xFFFFFFFF (§6.2);
+// declared [23:0] so Linux's value is representable.
+using coher_size_hi = bitfield<0, 24>;
 using coher_base_hi = bitfield<0, 24>;  // dw5
 using poll_interval = bitfield<0, 16>;  // dw6
 using gcr_cntl = bitfield<0, 19>;       // dw7
