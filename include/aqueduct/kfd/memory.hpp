@@ -150,8 +150,12 @@ class buffer {
       if (fd < 0 && use != memory_use::doorbell)
         return failure(errc::invalid_argument, "gpu_id " + std::to_string(gpu.gpu_id) +
                                                    ": ACQUIRE_VM first (driver_ref::try_acquire_vm)");
+      // The doorbell slice is mapped at KFD_MMAP_TYPE_DOORBELL | gpu_id << 46, the offset every
+      // CREATE_QUEUE of this GPU returns (masked), as libhsakmt's map_doorbell_dgpu does (spec §3.2).
+      b.mmap_offset_ = use == memory_use::doorbell ? k::make_mmap_offset(k::mmap_type_doorbell, gpu.gpu_id)
+                                                   : a.mmap_offset;
       auto m = d.file().mmap(reinterpret_cast<void*>(start), b.size_, prot_read | prot_write, map_shared | map_fixed,
-                             fd, a.mmap_offset);
+                             fd, b.mmap_offset_);
       if (!m) return mmap_failure("CPU mapping of " + b.context(), m.error);
       b.host_ = m.addr;
     }
@@ -175,6 +179,8 @@ class buffer {
   [[nodiscard]] byte_count size() const noexcept { return byte_count(size_); }
   [[nodiscard]] std::uint64_t handle() const noexcept { return handle_; }
   [[nodiscard]] std::uint32_t gpu_id() const noexcept { return gpu_id_; }
+  // The offset of the CPU mapping (render node or kfd fd); 0 when not host-mapped.
+  [[nodiscard]] std::uint64_t mmap_offset() const noexcept { return mmap_offset_; }
   [[nodiscard]] memory_use use() const noexcept { return use_; }
   [[nodiscard]] explicit operator bool() const noexcept { return reserved_; }
 
@@ -224,6 +230,7 @@ class buffer {
     std::swap(size_, o.size_);
     std::swap(host_, o.host_);
     std::swap(handle_, o.handle_);
+    std::swap(mmap_offset_, o.mmap_offset_);
     std::swap(gpu_id_, o.gpu_id_);
     std::swap(use_, o.use_);
     std::swap(reserved_, o.reserved_);
@@ -234,7 +241,7 @@ class buffer {
   driver_ref<F> d_{};
   std::uint64_t va_ = 0, size_ = 0;
   void* host_ = nullptr;
-  std::uint64_t handle_ = 0;
+  std::uint64_t handle_ = 0, mmap_offset_ = 0;
   std::uint32_t gpu_id_ = 0;
   memory_use use_ = memory_use::device;
   bool reserved_ = false, allocated_ = false, gpu_mapped_ = false;

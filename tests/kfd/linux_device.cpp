@@ -1,0 +1,53 @@
+// Tests for kfd/linux_device.hpp and the driver's error reporting, on a machine without a GPU
+// (no machine here has /dev/kfd): opening fails cleanly with errc::kfd_unavailable and a detail
+// that says what happened and what to do.
+#include <aqueduct/kfd/driver.hpp>
+#include <aqueduct/kfd/linux_device.hpp>
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+namespace kfd = aqueduct::kfd;
+using aqueduct::errc;
+
+static_assert(kfd::device_file<kfd::linux_device>);
+
+TEST_CASE("linux_device::try_open without /dev/kfd is errc::kfd_unavailable with a hint") {
+  const std::filesystem::path missing = "/nonexistent/aqueduct/kfd";
+  auto r = kfd::linux_device::try_open(kfd::default_sysfs_root(), missing);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error() == errc::kfd_unavailable);
+  const std::string d(r.detail());
+  CHECK(d.find("cannot open /nonexistent/aqueduct/kfd: No such file or directory") == 0);
+  CHECK(d.find("--emulate") != std::string::npos);
+  CHECK_THROWS_AS((void)kfd::linux_device::open(kfd::default_sysfs_root(), missing), aqueduct::error);
+}
+
+TEST_CASE("the default /dev/kfd: either opens or fails with kfd_unavailable") {
+  auto r = kfd::linux_device::try_open();
+  if (std::filesystem::exists("/dev/kfd")) {
+    // A real KFD (not expected on build machines): the fd is valid and the sysfs root default.
+    if (r) CHECK(r->kfd_fd() >= 0);
+    else CHECK(r.error() == errc::kfd_unavailable);
+  } else {
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error() == errc::kfd_unavailable);
+    CHECK(std::string(r.detail()).find("cannot open /dev/kfd: No such file or directory") == 0);
+  }
+  CHECK(kfd::default_sysfs_root() == "/sys/class/kfd/kfd/topology");
+  CHECK(kfd::render_node_path(128) == "/dev/dri/renderD128");
+}
+
+TEST_CASE("ioctl failures name the request and the errno") {
+  // Request numbers from uapi kfd_ioctl.h: CREATE_QUEUE = _IOWR('K', 0x02, 96 bytes).
+  const auto f = kfd::ioctl_failure(0xC0604B02ul, 22);
+  CHECK(f == errc::ioctl_failed);
+  CHECK(f.detail() == "AMDKFD_IOC_CREATE_QUEUE failed: Invalid argument (EINVAL, -22)");
+  CHECK(kfd::ioctl_failure(0xC0604B02ul, 524).detail() ==
+        "AMDKFD_IOC_CREATE_QUEUE failed: Operation is not supported (ENOTSUPP, -524)");
+  CHECK(std::string(kfd::ioctl_failure(0xC0604B02ul, 3, "AQL queue").detail()) ==
+        "AMDKFD_IOC_CREATE_QUEUE failed: No such process (ESRCH, -3) [AQL queue]");
+  CHECK(std::string(kfd::errno_name(28)) == "ENOSPC");
+}
