@@ -1,6 +1,7 @@
 // Tests for queue/sdma_encoder.hpp. Expected dwords are the sequences quoted in
 // spec/packets.md §3.4 (tinygrad AMDCopyQueue on gfx11/12 and gfx9) and §3.5 (Linux sdma_v6_0),
 // Linux sdma_v7_0.c's 8-dword COPY_LINEAR, and the per-engine limits of §3.3 (Mesa).
+#include <aqueduct/arch/target.hpp>
 #include <aqueduct/queue/sdma_encoder.hpp>
 
 #include <doctest/doctest.h>
@@ -159,4 +160,16 @@ TEST_CASE("fill splitter") {
   CHECK(out[4] == 0x3FFEFFu);
   CHECK(out[6] == 0x10000u + 0x3FFF00u);
   CHECK(out[9] == 3u);
+}
+
+TEST_CASE("engine per target (§3.3: SDMA 4.x on gfx9, 5.0 on gfx10.1, 5.2 on gfx10.3, 6 on gfx11, 7 on gfx12)") {
+  namespace arch = aqueduct::arch;
+  static_assert(qs::encoder_for<arch::gfx9_target>::engine == pkt::engine::v4_0);
+  static_assert(qs::encoder_for<arch::gfx94x_target>::engine == pkt::engine::v4_0);
+  static_assert(qs::encoder_for<arch::gfx10_1_target>::engine == pkt::engine::v5_0);
+  static_assert(qs::encoder_for<arch::gfx10_3_target>::engine == pkt::engine::v5_2);
+  static_assert(qs::encoder_for<arch::gfx11_priv_target>::engine == pkt::engine::v6_0);
+  static_assert(qs::encoder_for<arch::gfx12_target>::engine == pkt::engine::v7_0);
+  CHECK(qs::encoder_for<arch::gfx10_1_target>::max_copy_bytes == 0x3FFF00u);
+  CHECK(qs::encoder_for<arch::gfx10_3_target>::max_copy_bytes == 0x3FFFFF00u);
 }

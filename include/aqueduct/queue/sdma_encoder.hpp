@@ -260,6 +260,10 @@ struct encoder {
   }
 };
 
+// The encoder of an arch::target (its `sdma_version` is major*10 + minor: 40, 44, 50, 52, 60, 70).
+template <class Target>
+using encoder_for = encoder<pkt::engine_from_ip(Target::sdma_version / 10, Target::sdma_version % 10)>;
+
 using encoder_v4 = encoder<pkt::engine::v4_0>;
 using encoder_v5 = encoder<pkt::engine::v5_0>;
 using encoder_v5_2 = encoder<pkt::engine::v5_2>;
