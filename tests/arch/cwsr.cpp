@@ -109,3 +109,12 @@ TEST_CASE("libhsakmt 2024 sizes: equal to the kernel's where it knew the part, s
   CHECK(arch::libhsakmt_2024_cwsr_sizes(mi300x, true).eop_buffer_size == 0u);
   CHECK(arch::libhsakmt_2024_cwsr_sizes(mi300x, false).eop_buffer_size == 4096u);
 }
+
+TEST_CASE("gfx1250 constants (Dec-2025 patch, spec/kfd.md §1.3; release UNVERIFIED)") {
+  // Made-up topology, formula check: cu 64/2 = 32, waves 32*64 = 2048,
+  // per CU 0x80000 + 0x8000 + 320 KiB + 0x8000 = 917504 → wg 29360128; ctl = align(40 + 24576 + 8) = 28672
+  const auto s = arch::kernel_cwsr_sizes({120500, 64, 2, 1, 4, 2, 320});
+  CHECK(s.wg_data_size == 29360128u);
+  CHECK(s.ctl_stack_size == 28672u);
+  CHECK(s.debug_memory_size == 65536u);
+}
