@@ -27,7 +27,7 @@ std::string_view priv_policy(const arch::processor_info& p) {
 }
 
 void print_table() {
-  std::printf("%-16s %8s %5s %-8s %-16s %4s %5s %8s %-11s\n", "processor", "gfx_ver", "mach", "family", "generic",
+  std::printf("%-16s %8s %5s %-8s %-16s %4s %5s %8s %s\n", "processor", "gfx_ver", "mach", "family", "generic",
               "wave", "sdma", "doorbell", "pm4 PRIV");
   for (const auto& p : arch::processors()) {
     char ver[16] = "-";
@@ -35,10 +35,11 @@ void print_table() {
     char sdma[8] = "-";
     if (p.sdma_version) std::snprintf(sdma, sizeof sdma, "%u.%u", p.sdma_version / 10, p.sdma_version % 10);
     const std::string generic = p.generic.empty() ? std::string("-") : std::string(p.generic);
-    std::printf("%-16.*s %8s %#5x %-8.*s %-16s %4u %5s %6u B %-11.*s%s\n", static_cast<int>(p.name.size()), p.name.data(),
-                ver, p.ef_mach, static_cast<int>(arch::family_name(p.fam).size()), arch::family_name(p.fam).data(),
-                generic.c_str(), p.wave_size, sdma, p.doorbell_bytes, static_cast<int>(priv_policy(p).size()),
-                priv_policy(p).data(), p.in_llvm19 ? "" : "  (not in LLVM 19)");
+    std::string last(priv_policy(p));
+    if (!p.in_llvm19) last.resize(13, ' '), last += "(not in LLVM 19)";
+    std::printf("%-16.*s %8s %#5x %-8.*s %-16s %4u %5s %6u B %s\n", static_cast<int>(p.name.size()), p.name.data(), ver,
+                p.ef_mach, static_cast<int>(arch::family_name(p.fam).size()), arch::family_name(p.fam).data(),
+                generic.c_str(), p.wave_size, sdma, p.doorbell_bytes, last.c_str());
   }
 }
 
