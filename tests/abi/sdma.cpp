@@ -56,7 +56,12 @@ TEST_CASE("count fields and per-engine limits (§3.2, §3.3)") {
   CHECK(sdma::copy_linear::count_v4::mask == 0x003FFFFFu);
   CHECK(sdma::copy_linear::count_v5_2::mask == 0x3FFFFFFFu);
   CHECK(sdma::constant_fill::count_v4::mask == 0x003FFFFFu);
-  CHECK(sdma::constant_fill::count_v5_2::mask == 0x3FFFFFFFu);
+  CHECK(sdma::constant_fill::count_v6::mask == 0x3FFFFFFFu);
+  // Mesa ac_emit_sdma_constant_fill: BITFIELD64_MASK(30 on SDMA >= 6.0, else 22) & ~3.
+  CHECK(sdma::max_fill_bytes(engine::v4_0) == 0x3FFFFCu);
+  CHECK(sdma::max_fill_bytes(engine::v5_2) == 0x3FFFFCu);
+  CHECK(sdma::max_fill_bytes(engine::v6_0) == 0x3FFFFFFCu);
+  CHECK(sdma::max_fill_bytes(engine::v7_0) == 0x3FFFFFFCu);
   CHECK(sdma::count_bits(engine::v4_0) == 22u);
   CHECK(sdma::count_bits(engine::v5_0) == 22u);
   CHECK(sdma::count_bits(engine::v5_2) == 30u);

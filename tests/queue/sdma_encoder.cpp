@@ -130,11 +130,12 @@ TEST_CASE("copy splitter: sizes around the engine limits (§3.3)") {
   CHECK(odd2[2] == qs::copy_chunk{gpu_va{0x1003 + 2 * 0x3FFF00}, gpu_va{0x2001 + 2 * 0x3FFF00}, 5});
 
   // The whole copy as packets: counts are bytes-1 per chunk.
-  CHECK(v4::copy_dwords(1) == 7u);
-  CHECK(v4::copy_dwords(0x3FFF00) == 7u);
-  CHECK(v4::copy_dwords(0x3FFF01) == 14u);
-  CHECK(qs::encoder_v7::copy_dwords(0x3FFFFF01ull) == 16u);
-  std::vector<std::uint32_t> out(v4::copy_dwords(0x3FFF01), 0);
+  CHECK(v4::copy_dwords(odst, osrc, 0) == 0u);
+  CHECK(v4::copy_dwords(odst, osrc, 1) == 7u);
+  CHECK(v4::copy_dwords(odst, osrc, 0x3FFF00) == 7u);
+  CHECK(v4::copy_dwords(odst, osrc, 0x3FFF01) == 14u);
+  CHECK(qs::encoder_v7::copy_dwords(dst, src, 0x3FFFFF04ull) == 16u);
+  std::vector<std::uint32_t> out(v4::copy_dwords(odst, osrc, 0x3FFF01), 0);
   REQUIRE(v4::copy(out, odst, osrc, 0x3FFF01) == 14u);
   CHECK(out[0] == 0x1u);
   CHECK(out[1] == 0x3FFEFFu);
@@ -144,22 +145,56 @@ TEST_CASE("copy splitter: sizes around the engine limits (§3.3)") {
   CHECK(out[8] == 0u);  // 1 byte → count 0
   CHECK(out[10] == 0x2001u + 0x3FFF00u);
   CHECK(out[12] == 0x1003u + 0x3FFF00u);
-  // A v6 copy just over 1 GiB: two chunks, the first exactly 0x3FFFFF00.
-  std::vector<std::uint32_t> big(v6::copy_dwords(0x40000000ull), 0);
+  // A v6 copy of exactly 1 GiB: two chunks, the first exactly 0x3FFFFF00.
+  std::vector<std::uint32_t> big(v6::copy_dwords(dst, src, 0x40000000ull), 0);
   REQUIRE(v6::copy(big, dst, src, 0x40000000ull) == 14u);
   CHECK(big[1] == 0x3FFFFEFFu);
   CHECK(big[8] == 0xFFu);  // 0x40000000 - 0x3FFFFF00 = 0x100 bytes
   CHECK(big[12] == 0x76540000u + 0x3FFFFF00u);
 }
 
-TEST_CASE("fill splitter") {
+TEST_CASE("copy plan: dword-aligned copies keep a ragged tail in its own packet (Mesa dword copy mode)") {
+  using v6 = qs::encoder_v6;
+  const auto plan = [](gpu_va d, gpu_va s, std::uint64_t n) {
+    return qs::copy_plan(d, s, n, v6::max_copy_bytes) | ranges::to<std::vector>();
+  };
+  // Aligned addresses, 0x1003 bytes → 0x1000 + 3.
+  CHECK(plan(dst, src, 0x1003) == std::vector<qs::copy_chunk>{{dst, src, 0x1000},
+                                                             {gpu_va{dst.value + 0x1000}, gpu_va{src.value + 0x1000}, 3}});
+  // Up to 4 bytes, aligned length, or an unaligned address: a single packet.
+  CHECK(plan(dst, src, 3).size() == 1u);
+  CHECK(plan(dst, src, 4).size() == 1u);
+  CHECK(plan(dst, src, 0x1000).size() == 1u);
+  CHECK(plan(gpu_va{dst.value + 1}, src, 0x1003).size() == 1u);
+  CHECK(plan(dst, gpu_va{src.value + 2}, 0x1003).size() == 1u);
+  // Over the limit with a ragged tail: max, then the aligned rest, then the tail.
+  const auto p = plan(dst, src, 0x3FFFFF00ull + 0x105);
+  REQUIRE(p.size() == 3u);
+  CHECK(p[0].bytes == 0x3FFFFF00u);
+  CHECK(p[1].bytes == 0x104u);
+  CHECK(p[2].bytes == 1u);
+  CHECK(p[2].dst.value == dst.value + 0x3FFFFF00ull + 0x104);
+  std::vector<std::uint32_t> out(v6::copy_dwords(dst, src, 0x1003));
+  REQUIRE(v6::copy(out, dst, src, 0x1003) == 14u);
+  CHECK(out[1] == 0xFFFu);
+  CHECK(out[8] == 2u);
+  CHECK(out[12] == 0x76541000u);
+}
+
+TEST_CASE("fill splitter: Mesa's per-engine fill limits") {
   using v4 = qs::encoder_v4;
-  std::vector<std::uint32_t> out(v4::fill_dwords(0x3FFF04), 0);
-  REQUIRE(v4::fill(out, gpu_va{0x10000}, 0xFFFFFFFFu, 0x3FFF04) == 10u);
+  static_assert(v4::max_fill_bytes == 0x3FFFFCu && qs::encoder_v6::max_fill_bytes == 0x3FFFFFFCu);
+  CHECK(v4::fill_dwords(0x3FFFFC) == 5u);
+  CHECK(v4::fill_dwords(0x400000) == 10u);
+  std::vector<std::uint32_t> out(v4::fill_dwords(0x400000), 0);
+  REQUIRE(v4::fill(out, gpu_va{0x10000}, 0xFFFFFFFFu, 0x400000) == 10u);
   CHECK(out[0] == 0x8000000Bu);
-  CHECK(out[4] == 0x3FFEFFu);
-  CHECK(out[6] == 0x10000u + 0x3FFF00u);
-  CHECK(out[9] == 3u);
+  CHECK(out[4] == 0x3FFFFBu);
+  CHECK(out[6] == 0x10000u + 0x3FFFFCu);
+  CHECK(out[9] == 3u);  // 4 bytes left
+  // v6 writes a 30-bit count.
+  CHECK(emit<qs::encoder_v6, 8>([](auto o) { return qs::encoder_v6::constant_fill(o, dst, 0u, 0x3FFFFFFCu); })[4] ==
+        0x3FFFFFFBu);
 }
 
 TEST_CASE("engine per target (§3.3: SDMA 4.x on gfx9, 5.0 on gfx10.1, 5.2 on gfx10.3, 6 on gfx11, 7 on gfx12)") {

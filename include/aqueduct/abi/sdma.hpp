@@ -39,8 +39,13 @@ enum class engine : std::uint8_t { v4_0, v5_0, v5_2, v6_0, v7_0 };
 [[nodiscard]] constexpr std::uint64_t max_copy_bytes(engine e) noexcept {
   return count_bits(e) == 22 ? 0x3FFF00u : 0x3FFFFF00u;
 }
-// Maximum bytes per CONSTANT_FILL: same count field and the same conservative limit (§3.2-3.3).
-[[nodiscard]] constexpr std::uint64_t max_fill_bytes(engine e) noexcept { return max_copy_bytes(e); }
+// CONSTANT_FILL's byte-count field is 30 bits only from SDMA 6 on (§3.2; Mesa ac_cmdbuf_sdma.c
+// uses 22 bits on 5.2 for fills although its copies use 30).
+[[nodiscard]] constexpr unsigned fill_count_bits(engine e) noexcept { return e >= engine::v6_0 ? 30u : 22u; }
+// Maximum bytes per (dword) CONSTANT_FILL: the count field's range rounded down to dwords (Mesa).
+[[nodiscard]] constexpr std::uint64_t max_fill_bytes(engine e) noexcept {
+  return (std::uint64_t{1} << fill_count_bits(e)) - 4;
+}
 [[nodiscard]] constexpr bool has_cache_policy_fields(engine e) noexcept { return e >= engine::v6_0; }
 [[nodiscard]] constexpr bool has_gcr_req(engine e) noexcept { return e >= engine::v5_0; }
 
@@ -261,8 +266,8 @@ using compress_v7 = bitflag<16>;       // v7 (Linux sdma_v7_0.c)
 using cache_policy_v6 = bitfield<24, 3>;
 using cpv_v6 = bitflag<28>;
 using fillsize = bitfield<30, 2>;      // 0 byte fill, 2 dword fill (ROCT)
-using count_v4 = bitfield<0, 22>;      // dw4: bytes - 1
-using count_v5_2 = bitfield<0, 30>;
+using count_v4 = bitfield<0, 22>;      // dw4: bytes - 1 (v4, v5.x), in bytes even for dword fills
+using count_v6 = bitfield<0, 30>;      // v6, v7
 inline constexpr std::uint32_t fillsize_byte = 0;
 inline constexpr std::uint32_t fillsize_dword = 2;
 struct packet {
