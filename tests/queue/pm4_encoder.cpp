@@ -252,3 +252,21 @@ TEST_CASE("a whole tinygrad-style launch fits its reservation and the packet len
   CHECK(i == ring.size());
   CHECK(packets == 1 + 10 + 1 + 1);  // ACQUIRE, 9 SET_SH_REG + DISPATCH, EVENT_WRITE, RELEASE
 }
+
+namespace {
+struct lds_1280_quirks : arch::no_quirks {
+  static constexpr std::uint32_t lds_granule_bytes = 1280;  // gfx950: 320 dwords (LLVM AMDGPUUsage)
+};
+}  // namespace
+
+TEST_CASE("RSRC2.LDS_SIZE: static + dynamic LDS in 512-byte granules, overridable per target (LLVM AMDGPUUsage)") {
+  auto kd = simple_kd();
+  kd.kernel_code_properties = 0x0008;  // wave64
+  auto p = simple_params(kd);
+  p.dynamic_lds_bytes = 1000;  // 2000 bytes in all
+  CHECK(emit(128, [&](auto o) { return qp::encoder<arch::gfx94x_target>::dispatch(o, p); })[7] == (0x84u | (4u << 15)));
+  CHECK(emit(128, [&](auto o) { return g11::dispatch(o, p); })[7] == (0x84u | (4u << 15)));
+  using g950 = qp::encoder<arch::target<arch::gfx94x_tag, lds_1280_quirks>>;
+  static_assert(g950::lds_granule_bytes == 1280 && g11::lds_granule_bytes == 512);
+  CHECK(emit(128, [&](auto o) { return g950::dispatch(o, p); })[7] == (0x84u | (2u << 15)));
+}

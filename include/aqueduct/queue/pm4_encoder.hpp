@@ -320,9 +320,16 @@ struct encoder {
   }
 
   // ---- kernel launch ---------------------------------------------------------------------------
-  // LDS allocation granule of COMPUTE_PGM_RSRC2.LDS_SIZE: 512 bytes (LLVM AMDGPUUsage, GFX7–GFX11;
-  // assumed for gfx12 and gfx950, UNVERIFIED).
-  static constexpr std::uint32_t lds_granule_bytes = 512;
+  // Encoding granule of COMPUTE_PGM_RSRC2.LDS_SIZE: 512 bytes on GFX7–GFX12.0 (LLVM AMDGPUUsage);
+  // gfx950 uses 320 dwords = 1280 bytes, which a family tag cannot tell from gfx942, so a target
+  // whose quirks declare `lds_granule_bytes` overrides the default (none does yet: see
+  // docs/pm4-sdma.md).
+  static constexpr std::uint32_t lds_granule_bytes = [] {
+    if constexpr (requires { target::quirks_type::lds_granule_bytes; })
+      return static_cast<std::uint32_t>(target::quirks_type::lds_granule_bytes);
+    else
+      return 512u;
+  }();
 
   [[nodiscard]] static constexpr std::uint32_t user_sgpr_count(const abi::kernel_descriptor& kd) noexcept {
     return abi::enabled_user_sgpr_count(kd.kernel_code_properties);
