@@ -74,6 +74,7 @@ void print_node(const kfd::node& n, std::uint64_t doorbell_pages_mapped) {
   kv("location_id", p.location_id);
   kv("domain", p.domain);
   kv("drm_render_minor", p.drm_render_minor);
+  kv("render_node", kfd::render_node_path(static_cast<std::uint32_t>(p.drm_render_minor)));
   kv("num_xcc", n.num_xcc());
   kv("simd_count", p.simd_count);
   kv("simd_per_cu", p.simd_per_cu);
@@ -201,6 +202,13 @@ int main(int argc, char** argv) {
 #endif
   }
   auto dev = kfd::linux_device::try_open();
+  if (dev && kfd::has_render_node_enumeration) {
+    if (auto t = kfd::try_read_topology(dev->sysfs_root()))
+      for (const auto& m : kfd::match_render_nodes(*t))
+        if (!m.listed || !m.ids_match)
+          std::fprintf(stderr, "aqueduct-info: warning: node %u: %s %s\n", m.node_id, m.path.c_str(),
+                       m.listed ? "is another PCI device than the topology says (libdrm)" : "is not listed by libdrm");
+  }
   if (!dev) {
     std::printf("aqueduct-info: no AMD GPU found (%s).\n", dev.get_failure().describe().c_str());
     std::printf("  To see what aqueduct does on one, use the emulated device:  aqueduct-info --emulate mi300x\n");

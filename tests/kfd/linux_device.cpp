@@ -51,3 +51,34 @@ TEST_CASE("ioctl failures name the request and the errno") {
         "AMDKFD_IOC_CREATE_QUEUE failed: No such process (ESRCH, -3) [AQL queue]");
   CHECK(std::string(kfd::errno_name(28)) == "ENOSPC");
 }
+
+TEST_CASE("GPU nodes are matched to render nodes by drm_render_minor and PCI ids") {
+  kfd::topology t;
+  kfd::node cpu;
+  cpu.id = 0;
+  kfd::node g1;
+  g1.id = 1;
+  g1.gpu_id = 48059;
+  g1.properties.drm_render_minor = 128;
+  g1.properties.vendor_id = 4098;   // 0x1002
+  g1.properties.device_id = 29857;  // 0x74A1 (MI300X, spec §6.5 B)
+  kfd::node g2 = g1;
+  g2.id = 2;
+  g2.gpu_id = 1234;
+  g2.properties.drm_render_minor = 129;
+  t.nodes = {cpu, g1, g2};
+  std::vector<kfd::drm_node_info> drm = {{128, 0x1002, 0x74A1, "/dev/dri/renderD128"},
+                                         {130, 0x1002, 0x744C, "/dev/dri/renderD130"}};
+  auto m = kfd::match_render_nodes(t, drm);
+  REQUIRE(m.size() == 2);
+  CHECK(m[0].gpu_id == 48059);
+  CHECK(m[0].path == "/dev/dri/renderD128");
+  CHECK(m[0].listed);
+  CHECK(m[0].ids_match);
+  CHECK(m[1].minor == 129);
+  CHECK_FALSE(m[1].listed);
+  drm[0].device_id = 0x740F;
+  CHECK_FALSE(kfd::match_render_nodes(t, drm)[0].ids_match);
+  // Without GPUs libdrm lists nothing for us; the overload must still work.
+  CHECK(kfd::match_render_nodes(t).size() == 2);
+}

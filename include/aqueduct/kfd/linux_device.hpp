@@ -14,6 +14,7 @@
 #include <aqueduct/config.hpp>
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/kfd/device_file.hpp>
+#include <aqueduct/kfd/topology.hpp>
 
 #include <cerrno>
 #include <cstddef>
@@ -209,6 +210,40 @@ inline std::vector<drm_node_info> enumerate_render_nodes() {
   drmFreeDevices(devs, n);
 #endif
   return out;
+}
+
+// Whether this build can enumerate render nodes (AQUEDUCT_HAS_LIBDRM on Linux).
+inline constexpr bool has_render_node_enumeration = AQUEDUCT_LINUX && AQUEDUCT_HAS_LIBDRM;
+
+// A GPU node matched to its DRM render node by drm_render_minor (spec/kfd.md §5.1).
+struct render_node_match {
+  std::uint32_t node_id = 0, gpu_id = 0, minor = 0;
+  std::string path;        // /dev/dri/renderD<minor>
+  bool listed = false;     // libdrm lists a render node with that minor
+  bool ids_match = false;  // ... whose PCI vendor/device equal the topology's vendor_id/device_id
+};
+
+// Matches every GPU node of `t` against `drm` (default: libdrm's list; empty without libdrm).
+inline std::vector<render_node_match> match_render_nodes(const topology& t,
+                                                         const std::vector<drm_node_info>& drm) {
+  std::vector<render_node_match> out;
+  for (const node* n : t.gpu_nodes()) {
+    render_node_match m;
+    m.node_id = n->id;
+    m.gpu_id = n->gpu_id;
+    m.minor = static_cast<std::uint32_t>(n->properties.drm_render_minor);
+    m.path = render_node_path(m.minor);
+    for (const auto& d : drm)
+      if (d.render_minor == m.minor) {
+        m.listed = true;
+        m.ids_match = d.vendor_id == n->properties.vendor_id && d.device_id == n->properties.device_id;
+      }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+inline std::vector<render_node_match> match_render_nodes(const topology& t) {
+  return match_render_nodes(t, enumerate_render_nodes());
 }
 
 }  // namespace aqueduct::kfd
