@@ -28,7 +28,9 @@
 
 namespace aqueduct::kfd {
 
-enum class queue_kind { aql, pm4, sdma, sdma_xgmi };
+// sdma_by_engine (KFD 1.17+): an SDMA queue on engine queue_options::sdma_engine_id, e.g. the
+// source GPU's engine for a peer copy (DESIGN.md requirement 8).
+enum class queue_kind { aql, pm4, sdma, sdma_xgmi, sdma_by_engine };
 
 constexpr std::uint32_t kfd_queue_type(queue_kind k) noexcept {
   switch (k) {
@@ -36,6 +38,7 @@ constexpr std::uint32_t kfd_queue_type(queue_kind k) noexcept {
     case queue_kind::pm4: return abi::kfd::queue_type_compute;
     case queue_kind::sdma: return abi::kfd::queue_type_sdma;
     case queue_kind::sdma_xgmi: return abi::kfd::queue_type_sdma_xgmi;
+    case queue_kind::sdma_by_engine: return abi::kfd::queue_type_sdma_by_eng_id;
   }
   return abi::kfd::queue_type_compute_aql;
 }
@@ -46,6 +49,7 @@ constexpr const char* to_string(queue_kind k) noexcept {
     case queue_kind::pm4: return "PM4";
     case queue_kind::sdma: return "SDMA";
     case queue_kind::sdma_xgmi: return "SDMA_XGMI";
+    case queue_kind::sdma_by_engine: return "SDMA_BY_ENG_ID";
   }
   return "?";
 }
@@ -100,6 +104,7 @@ struct queue_options {
   byte_count ring_size{64 * 1024};  // power of two, >= 1024 (KFD clamps smaller rings up)
   std::uint32_t percentage = 100;   // low byte; bits 15:8 = pm4_target_xcc (spec §2.3)
   std::uint32_t priority = 7;       // 0..15 (libhsakmt's NORMAL = 7)
+  std::uint32_t sdma_engine_id = 0; // queue_kind::sdma_by_engine only: < num_sdma_engines + xgmi engines
   // Where, in the pointer page, the read and write pointers live (the AQL layer puts amd_queue_t
   // there and passes its read/write_dispatch_id offsets).
   std::uint32_t rptr_offset = 0, wptr_offset = 64;
@@ -135,6 +140,10 @@ class queue_resources {
     namespace k = abi::kfd;
     AQUEDUCT_ASSERT(doorbells.gpu_id() == gpu.gpu_id, "doorbell pages of another GPU");
     AQUEDUCT_ASSERT(opt.rptr_offset + 8 <= page_size && opt.wptr_offset + 8 <= page_size, "pointers in the page");
+    if (opt.kind == queue_kind::sdma_by_engine && d.version() < create_queue_96_bytes_version)
+      return failure(errc::not_supported, "SDMA queues by engine id need KFD ioctl 1.17; this kernel has " +
+                                              std::to_string(d.version().major) + "." +
+                                              std::to_string(d.version().minor));
     queue_resources q;
     q.d_ = d;
     q.kind_ = opt.kind;
@@ -153,6 +162,7 @@ class queue_resources {
     a.queue_type = kfd_queue_type(opt.kind);
     a.queue_percentage = opt.percentage;
     a.queue_priority = opt.priority;
+    a.sdma_engine_id = opt.kind == queue_kind::sdma_by_engine ? opt.sdma_engine_id : 0;
 
     if (is_compute(opt.kind)) {
       const node_cwsr c = gpu.cwsr();
