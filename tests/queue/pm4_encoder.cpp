@@ -164,13 +164,13 @@ TEST_CASE("PRIV follows the processor through visit_family (spec/kfd.md §4)") {
   static_assert(std::is_same_v<qp::encoder<arch::gfx11_tag>::target, arch::gfx11_target>);
 }
 
-TEST_CASE("ACQUIRE_MEM: Linux gfx11 mem_sync (§2.5) and the gfx9 form (§1.3, §2.2)") {
+TEST_CASE("ACQUIRE_MEM: Linux gfx11 mem_sync (§2.5) and the gfx9 form (§1.3, §2.2; Linux gfx_v9_0_emit_mem_sync)") {
   CHECK(emit(16, [](auto o) { return g11::acquire_mem(o, 0xC3B1u); }) ==
         dwv{0xC0065800u, 0u, 0xFFFFFFFFu, 0xFFFFFFu, 0u, 0u, 0xAu, 0xC3B1u});
   CHECK(g11::full_barrier_cntl == 0xC3F1u);
   CHECK(g11::pre_dispatch_cntl == 0x03F0u);
   CHECK(emit(16, [](auto o) { return g9::acquire_mem(o, g9::full_barrier_cntl); }) ==
-        dwv{0xC0055800u, 0x28C40000u, 0xFFFFFFFFu, 0xFFu, 0u, 0u, 0xAu});
+        dwv{0xC0055800u, 0x28C40000u, 0xFFFFFFFFu, 0xFFFFFFu, 0u, 0u, 0xAu});  // = Linux gfx_v9_0_emit_mem_sync
   CHECK(g9::acquire_mem_dwords == 7u);
   CHECK(g12::acquire_mem_dwords == 8u);
 }

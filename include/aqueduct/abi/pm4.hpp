@@ -215,7 +215,7 @@ namespace acquire_mem {
 namespace gfx9 {
 using coher_cntl = bitfield<0, 31>;  // dw1: CP_COHER_CNTL
 using engine = bitflag<31>;          // dw1: 0 PFP, 1 ME
-using coher_size_hi = bitfield<0, 8>;   // dw3 (VG10 variant [23:0])
+using coher_size_hi = bitfield<0, 24>;  // dw3: [7:0] in soc15d, [23:0] in the VG10 variant; Linux gfx9 mem_sync writes 0xFFFFFF
 using coher_base_hi = bitfield<0, 25>;  // dw5
 using poll_interval = bitfield<0, 16>;  // dw6
 struct packet {

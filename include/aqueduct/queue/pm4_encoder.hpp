@@ -144,8 +144,8 @@ struct encoder {
     return v;
   }
 
-  // ACQUIRE_MEM over all memory with `cntl` (see the presets), as Linux's mem_sync writes it:
-  // size 0xFFFFFFFF, size_hi 0xFF (gfx9) / 0xFFFFFF (gfx10+), base 0.
+  // ACQUIRE_MEM over all memory with `cntl` (see the presets), as Linux's gfx_v9/v11 mem_sync
+  // writes it: size 0xFFFFFFFF, size_hi 0xFFFFFF, base 0.
   static constexpr std::size_t acquire_mem(std::span<std::uint32_t> out, std::uint32_t cntl,
                                            std::uint32_t poll_interval = 0xA) noexcept {
     AQUEDUCT_ASSERT(out.size() >= acquire_mem_dwords, "PM4 reservation too small");
@@ -154,7 +154,7 @@ struct encoder {
       namespace a = pkt::acquire_mem::gfx9;
       out[1] = a::coher_cntl::put(cntl);  // ENGINE 0 = PFP, as on a compute queue
       out[2] = 0xFFFFFFFFu;
-      out[3] = a::coher_size_hi::put(0xFF);
+      out[3] = a::coher_size_hi::put(0xFFFFFF);
       out[4] = 0;
       out[5] = 0;
       out[6] = a::poll_interval::put(poll_interval);
