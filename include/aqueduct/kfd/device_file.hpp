@@ -22,6 +22,7 @@
 // Thread safety: ioctl/mmap/munmap may be called from any thread, as with the kernel.
 #pragma once
 
+#include <aqueduct/core/mapping.hpp>
 #include <aqueduct/core/result.hpp>
 
 #include <concepts>
@@ -45,12 +46,9 @@ inline constexpr int map_fixed = 0x10;
 inline constexpr int map_anonymous = 0x20;
 inline constexpr int map_noreserve = 0x4000;
 
-// Outcome of device_file::mmap: an address, or the errno that refused it.
-struct mapping {
-  void* addr = nullptr;
-  int error = 0;  // 0 on success, else a positive errno
-  [[nodiscard]] explicit operator bool() const noexcept { return error == 0; }
-};
+// Outcome of device_file::mmap: an address, or the errno that refused it. Defined in core/ so
+// that emu::device (which may not include kfd/) can return the very same type.
+using mapping = ::aqueduct::mapping;
 
 template <class F>
 concept device_file = requires(F& f, const F& cf, unsigned long request, void* arg, void* addr, std::size_t length,
