@@ -45,6 +45,15 @@ class event_page {
   }
   [[nodiscard]] gpu_va slot_va(std::uint32_t index) const noexcept { return bo_.va() + byte_count(8ull * index); }
 
+  event_page() = default;
+  event_page(event_page&&) noexcept = default;
+  event_page& operator=(event_page&&) noexcept = default;
+  // Once registered, the kernel refuses to free the page (FREE_MEMORY_OF_GPU -> -EPERM) and frees
+  // it when the KFD file is closed: only the CPU mapping is dropped here.
+  ~event_page() {
+    if (registered_) bo_.detach_to_kernel();
+  }
+
  private:
   template <device_file>
   friend class event;

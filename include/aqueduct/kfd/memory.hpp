@@ -184,6 +184,15 @@ class buffer {
   [[nodiscard]] memory_use use() const noexcept { return use_; }
   [[nodiscard]] explicit operator bool() const noexcept { return reserved_; }
 
+  // Gives the BO to the kernel for good: drops the CPU mapping and forgets the handle without
+  // UNMAP/FREE. For the signal event page, which the kernel refuses to free (-EPERM, spec §5.2)
+  // and releases itself when the KFD file is closed.
+  void detach_to_kernel() noexcept {
+    if (reserved_) (void)d_.file().munmap(reinterpret_cast<void*>(va_), size_);
+    reserved_ = allocated_ = gpu_mapped_ = false;
+    host_ = nullptr;
+  }
+
   // Releases everything in reverse order. Errors are ignored: a destructor cannot report them
   // (try_release reports them).
   void reset() noexcept { (void)try_release(); }
