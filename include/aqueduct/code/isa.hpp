@@ -16,6 +16,7 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include <aqueduct/arch/processors.hpp>
 #include <aqueduct/code/bundle.hpp>
 #include <aqueduct/code/elf.hpp>
 #include <aqueduct/code/target_id.hpp>
@@ -69,12 +70,17 @@ inline bool debian_family(std::string_view code, std::string_view agent, std::st
   }
   return false;
 }
-// aqueduct's directional gfx110x rule (spec §6.6).
-inline bool gfx11_directional(const processor_info& code, const processor_info& agent, std::string& why) {
-  if (!in(code.name, {"gfx1100", "gfx1101", "gfx1102", "gfx1103"}) || !in(agent.name, {"gfx1100", "gfx1101", "gfx1102", "gfx1103"}))
+// LLVM features that differ inside gfx110x (spec §6.6, AMDGPU.td): FeatureUserSGPRInit16Bug
+// on gfx1100/gfx1102, FeatureGFX11FullVGPRs on gfx1100/gfx1101.
+inline bool user_sgpr_init16_bug(std::string_view p) { return p == "gfx1100" || p == "gfx1102"; }
+inline bool gfx11_full_vgprs(std::string_view p) { return p == "gfx1100" || p == "gfx1101"; }
+// aqueduct's directional gfx110x rule (spec §6.6): same VGPR file, and the code carries the
+// SGPR-init workaround whenever the agent needs it.
+inline bool gfx11_directional(std::string_view code, std::string_view agent, std::string& why) {
+  if (!in(code, {"gfx1100", "gfx1101", "gfx1102", "gfx1103"}) || !in(agent, {"gfx1100", "gfx1101", "gfx1102", "gfx1103"}))
     return false;
-  if (code.gfx11_full_vgprs != agent.gfx11_full_vgprs || (agent.user_sgpr_init16_bug && !code.user_sgpr_init16_bug)) return false;
-  why = std::string(agent.name) + " runs " + std::string(code.name) +
+  if (gfx11_full_vgprs(code) != gfx11_full_vgprs(agent) || (user_sgpr_init16_bug(agent) && !user_sgpr_init16_bug(code))) return false;
+  why = std::string(agent) + " runs " + std::string(code) +
         " code (aqueduct gfx11 directional rule: same VGPR file, code carries every needed workaround)";
   return true;
 }
@@ -90,9 +96,9 @@ inline result<isa_match> try_match(std::uint32_t flags, const target_id& agent, 
   const auto xn = static_cast<feature_setting>((flags >> 8) & 3);
   const auto sr = static_cast<feature_setting>((flags >> 10) & 3);
   const unsigned gver = flags >> 24;
-  const auto* cp = find_processor(mach);
+  const auto* cp = arch::find_processor_by_mach(mach);
   if (!cp) return failure(errc::no_compatible_isa, "code object processor EF_AMDGPU_MACH " + hex(mach) + " is unknown");
-  const auto* ap = find_processor(agent.processor);
+  const auto* ap = arch::find_processor(agent.processor);
   auto no = [](std::string d) { return failure(errc::no_compatible_isa, std::move(d)); };
   isa_match m;
   std::string why;
@@ -114,14 +120,14 @@ inline result<isa_match> try_match(std::uint32_t flags, const target_id& agent, 
     m.kind = match_kind::extended;
     m.score = 100;
     m.why = why;
-  } else if (pol.allow_gfx11_directional && ap && detail::gfx11_directional(*cp, *ap, why)) {
+  } else if (pol.allow_gfx11_directional && detail::gfx11_directional(cp->name, agent.processor, why)) {
     m.kind = match_kind::extended;
     m.score = 90;
     m.why = why;
   } else {
     std::string hint;
     if (!pol.allow_extended_families && detail::debian_family(cp->name, agent.processor, why)) hint = " (allowed with the extended-families policy)";
-    else if (!pol.allow_gfx11_directional && ap && detail::gfx11_directional(*cp, *ap, why)) hint = " (allowed with the gfx11 directional policy)";
+    else if (!pol.allow_gfx11_directional && detail::gfx11_directional(cp->name, agent.processor, why)) hint = " (allowed with the gfx11 directional policy)";
     return no("processor " + std::string(cp->name) + " != " + agent.processor + hint);
   }
   if (!detail::feature_ok(xn, agent.xnack))

@@ -6,12 +6,12 @@
 //   bundle entry ID  <kind> "-" <triple> [ "-" <target ID> ], triple of 3 or 4 components
 // with the spellings seen in the wild (`hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-`, legacy
 // `hip-amdgcn-amd-amdhsa-gfx906`, `…-amdhsa-unknown-gfx…`, host `host-x86_64-unknown-linux-gnu-`).
-// The processor table lists what selection needs per processor (EF_AMDGPU_MACH, feature support,
-// generic family, two gfx11 hardware-bug features); it is a stop-gap until arch/processors.hpp
-// carries these columns. Thread safety: constants and values.
+// Processor facts (EF_AMDGPU_MACH → name) come from arch/processors.hpp.
+// Thread safety: constants and values.
 #pragma once
 
 #include <aqueduct/abi/elf.hpp>
+#include <aqueduct/arch/processors.hpp>
 #include <aqueduct/code/elf.hpp>
 #include <aqueduct/core/result.hpp>
 
@@ -22,78 +22,9 @@
 
 namespace aqueduct::code {
 
-struct processor_info {
-  std::string_view name;
-  std::uint8_t mach;
-  bool xnack;             // supports the xnack feature (spec §1.6 item 9)
-  bool sramecc;           // supports the sramecc feature
-  std::string_view generic;  // generic family it belongs to (ROCr isa.cpp registry, spec §6.2), or ""
-  bool is_generic = false;
-  bool user_sgpr_init16_bug = false;  // LLVM FeatureUserSGPRInit16Bug (spec §6.6)
-  bool gfx11_full_vgprs = false;      // LLVM FeatureGFX11FullVGPRs (spec §6.6)
-};
-
-namespace detail {
-using M = abi::ef_amdgpu_mach_value;
-constexpr std::uint8_t m(M v) { return static_cast<std::uint8_t>(v); }
-// spec §2.3 (values), §1.6.9 (features), §6.2/§6.4 (generic families), §6.6 (gfx11 bugs).
-inline constexpr processor_info processor_table[] = {
-    {"gfx900", m(M::gfx900), true, false, "gfx9-generic"},
-    {"gfx902", m(M::gfx902), true, false, "gfx9-generic"},
-    {"gfx904", m(M::gfx904), true, false, "gfx9-generic"},
-    {"gfx906", m(M::gfx906), true, true, "gfx9-generic"},
-    {"gfx908", m(M::gfx908), true, true, ""},
-    {"gfx909", m(M::gfx909), true, false, "gfx9-generic"},
-    {"gfx90a", m(M::gfx90a), true, true, ""},
-    {"gfx90c", m(M::gfx90c), true, false, "gfx9-generic"},
-    {"gfx940", m(M::gfx940), true, true, ""},
-    {"gfx941", m(M::gfx941), true, true, ""},
-    {"gfx942", m(M::gfx942), true, true, "gfx9-4-generic"},
-    {"gfx950", m(M::gfx950), true, true, "gfx9-4-generic"},
-    {"gfx1010", m(M::gfx1010), true, false, "gfx10-1-generic"},
-    {"gfx1011", m(M::gfx1011), true, false, "gfx10-1-generic"},
-    {"gfx1012", m(M::gfx1012), true, false, "gfx10-1-generic"},
-    {"gfx1013", m(M::gfx1013), true, false, "gfx10-1-generic"},
-    {"gfx1030", m(M::gfx1030), false, false, "gfx10-3-generic"},
-    {"gfx1031", m(M::gfx1031), false, false, "gfx10-3-generic"},
-    {"gfx1032", m(M::gfx1032), false, false, "gfx10-3-generic"},
-    {"gfx1033", m(M::gfx1033), false, false, "gfx10-3-generic"},
-    {"gfx1034", m(M::gfx1034), false, false, "gfx10-3-generic"},
-    {"gfx1035", m(M::gfx1035), false, false, "gfx10-3-generic"},
-    {"gfx1036", m(M::gfx1036), false, false, "gfx10-3-generic"},
-    {"gfx1100", m(M::gfx1100), false, false, "gfx11-generic", false, true, true},
-    {"gfx1101", m(M::gfx1101), false, false, "gfx11-generic", false, false, true},
-    {"gfx1102", m(M::gfx1102), false, false, "gfx11-generic", false, true, false},
-    {"gfx1103", m(M::gfx1103), false, false, "gfx11-generic", false, false, false},
-    {"gfx1150", m(M::gfx1150), false, false, "gfx11-generic"},
-    {"gfx1151", m(M::gfx1151), false, false, "gfx11-generic", false, false, true},
-    {"gfx1152", m(M::gfx1152), false, false, "gfx11-generic"},
-    {"gfx1153", m(M::gfx1153), false, false, "gfx11-generic"},
-    {"gfx1200", m(M::gfx1200), false, false, "gfx12-generic"},
-    {"gfx1201", m(M::gfx1201), false, false, "gfx12-generic"},
-    {"gfx1250", m(M::gfx1250), false, false, "gfx12-5-generic"},
-    {"gfx1251", m(M::gfx1251), false, false, "gfx12-5-generic"},
-    {"gfx9-generic", m(M::gfx9_generic), true, false, "", true},
-    {"gfx9-4-generic", m(M::gfx9_4_generic), true, true, "", true},
-    {"gfx10-1-generic", m(M::gfx10_1_generic), true, false, "", true},
-    {"gfx10-3-generic", m(M::gfx10_3_generic), false, false, "", true},
-    {"gfx11-generic", m(M::gfx11_generic), false, false, "", true},
-    {"gfx12-generic", m(M::gfx12_generic), false, false, "", true},
-    {"gfx12-5-generic", m(M::gfx12_5_generic), false, false, "", true},
-};
-}  // namespace detail
-
-[[nodiscard]] constexpr const processor_info* find_processor(std::string_view name) noexcept {
-  for (const auto& p : detail::processor_table)
-    if (p.name == name) return &p;
-  return nullptr;
-}
-[[nodiscard]] constexpr const processor_info* find_processor(std::uint8_t mach) noexcept {
-  for (const auto& p : detail::processor_table)
-    if (p.mach == mach) return &p;
-  return nullptr;
-}
-// Lowest generic version a processor accepts (all 1 so far: AMDGPUBaseInfo GenericVersion, spec §6.4).
+// Processor facts come from arch/processors.hpp (name, EF_AMDGPU_MACH, xnack/sramecc support,
+// generic family). Lowest generic version a processor accepts: all 1 so far (AMDGPUBaseInfo
+// GenericVersion, spec §6.4).
 [[nodiscard]] constexpr unsigned generic_min_version(std::string_view /*processor*/) noexcept { return 1; }
 
 // ---- target ID -----------------------------------------------------------------------------
@@ -149,7 +80,7 @@ struct target_id {
 // name ISAs; spec §6.2). Unknown EF_AMDGPU_MACH values give "unknown-0x..".
 inline target_id target_of(const code_object& co) {
   target_id t;
-  const auto* p = find_processor(co.mach());
+  const auto* p = arch::find_processor_by_mach(co.mach());
   t.processor = p ? std::string(p->name) : "unknown-" + hex(co.mach());
   t.xnack = co.xnack() == feature_setting::unsupported ? feature_setting::any : co.xnack();
   t.sramecc = co.sramecc() == feature_setting::unsupported ? feature_setting::any : co.sramecc();
