@@ -280,4 +280,11 @@ TEST_CASE("user SGPR widths (AMDGPUUsage / spec/packets.md §1.6)") {
   CHECK(abi::enabled_user_sgpr_count(0x0008) == 2);
   CHECK(abi::enabled_user_sgpr_count(0x0409) == 6);  // gfx1030 wave32
   CHECK(abi::enabled_user_sgpr_count(0x007F) == 15);
+  // AMDGPUUsage order: private segment buffer s[0:3], dispatch ptr s[4:5], queue ptr s[6:7],
+  // kernarg ptr s[8:9], dispatch id s[10:11], flat scratch init s[12:13], private size s14.
+  CHECK(abi::user_sgpr_offset(0x007F, abi::user_sgpr::kernarg_segment_ptr) == 8);
+  CHECK(abi::user_sgpr_offset(0x007F, abi::user_sgpr::private_segment_size) == 14);
+  CHECK(abi::user_sgpr_offset(0x0009, abi::user_sgpr::kernarg_segment_ptr) == 4);  // gfx900 vadd: s[4:5]
+  CHECK(abi::user_sgpr_offset(0x0008, abi::user_sgpr::kernarg_segment_ptr) == 0);  // gfx942 vadd: s[0:1]
+  CHECK(abi::user_sgpr_offset(0x0008, abi::user_sgpr::dispatch_ptr) == -1);
 }

@@ -84,6 +84,14 @@ inline constexpr unsigned user_sgpr_width[user_sgpr_kinds] = {4, 2, 2, 2, 2, 2, 
   return n;
 }
 
+// First SGPR of user SGPR `which` when it is enabled in `properties` (its position is the sum of
+// the widths of the enabled user SGPRs before it); -1 when it is not enabled.
+[[nodiscard]] constexpr int user_sgpr_offset(std::uint16_t properties, user_sgpr which) noexcept {
+  const unsigned k = static_cast<unsigned>(which);
+  if (((properties >> k) & 1u) == 0) return -1;
+  return static_cast<int>(enabled_user_sgpr_count(static_cast<std::uint16_t>(properties & ((1u << k) - 1u))));
+}
+
 // kernarg_preload (u16), spec/code-objects.md §3.1: length and offset in dwords.
 namespace kernarg_preload {
 using length = bitfield<0, 7, std::uint16_t>;

@@ -1,0 +1,184 @@
+// aqueduct/emu/wave_state.hpp — the register state a wave starts with, built as the CP does.
+//
+// Layer: emu. From a kernel descriptor, an AQL kernel dispatch packet and the workgroup being
+// launched, `build_workgroup_waves` produces each wave's initial SGPRs and work-item-id VGPRs
+// exactly in the AMDGPU ABI order (AMDGPUUsage "Initial Kernel Execution State";
+// spec/code-objects.md §3.2–3.4, spec/packets.md §1.6):
+//   user SGPRs  s0..    : the kernel_code_properties-enabled ones in bit order (private segment
+//                         buffer 4, dispatch ptr 2, queue ptr 2, kernarg ptr 2, dispatch id 2,
+//                         flat scratch init 2, private segment size 1), then kernarg preload
+//                         dwords (gfx90a/gfx94x), padded up to rsrc2.USER_SGPR_COUNT;
+//   system SGPRs next   : workgroup id X, Y, Z, workgroup info, private segment wave offset,
+//                         each only if its rsrc2 enable bit is set;
+//   VGPRs               : work-item ids X/Y/Z per rsrc2.ENABLE_VGPR_WORKITEM_ID, packed into v0
+//                         ([9:0],[19:10],[29:20]) on gfx90a/gfx94x/gfx11/gfx12, else in v0/v1/v2.
+// A host kernel (emu/host_kernel.hpp) reads everything — the kernarg pointer included — from
+// this state, so a wrong descriptor gives a wrong answer, as it would on hardware.
+// Thread safety: pure functions and plain values.
+#pragma once
+
+#include <aqueduct/abi/aql.hpp>
+#include <aqueduct/abi/kernel_descriptor.hpp>
+#include <aqueduct/arch/family.hpp>
+#include <aqueduct/core/bits.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace aqueduct::emu {
+
+// Work-item ids packed into v0 (LLVM FeaturePackedTID): gfx90a, gfx94x, gfx11, gfx12.
+[[nodiscard]] constexpr bool packs_workitem_ids(arch::family f) noexcept {
+  return f == arch::family::gfx90a || f == arch::family::gfx94x || f == arch::family::gfx11 ||
+         f == arch::family::gfx12;
+}
+// Wave32 exists on gfx10+ only; gfx9-class parts are wave64.
+[[nodiscard]] constexpr bool supports_wave32(arch::family f) noexcept {
+  return f == arch::family::gfx10_3 || f == arch::family::gfx11 || f == arch::family::gfx12;
+}
+
+inline constexpr unsigned max_wave_sgprs = 106;  // addressable SGPRs (gfx9–gfx12)
+inline constexpr unsigned max_wave_lanes = 64;
+
+// One wave's initial state.
+struct wave_state {
+  std::array<std::uint32_t, max_wave_sgprs> sgpr{};
+  unsigned user_sgpr_count = 0;    // = rsrc2.USER_SGPR_COUNT
+  unsigned system_sgpr_first = 0;  // first system SGPR (workgroup id X if enabled)
+  unsigned sgpr_initialized = 0;   // user + system SGPRs written
+  unsigned wave_size = 64;
+  unsigned wave_index = 0;  // within the workgroup
+  unsigned active_lanes = 0;
+  std::uint64_t exec = 0;
+  // Initial VGPRs, one entry per lane: v0 always; v1/v2 only hold ids on unpacked targets.
+  std::array<std::uint32_t, max_wave_lanes> v0{}, v1{}, v2{};
+
+  [[nodiscard]] std::uint64_t sgpr64(unsigned i) const noexcept { return make64(sgpr[i], sgpr[i + 1]); }
+};
+
+// What the CP knows besides the packet and descriptor.
+struct dispatch_inputs {
+  std::uint64_t packet_va = 0;    // dispatch ptr SGPRs
+  std::uint64_t queue_va = 0;     // queue ptr SGPRs (amd_queue)
+  std::uint64_t dispatch_id = 0;  // the packet's index in the queue
+  std::array<std::uint32_t, 4> scratch_srd{};  // private segment buffer (amd_queue.scratch_resource_descriptor)
+  std::uint64_t scratch_base = 0;              // flat scratch init (emulated: base of this queue's scratch)
+  const std::uint32_t* kernarg_host = nullptr;  // kernarg dwords, for kernarg preload only
+  std::uint32_t kernarg_dwords = 0;
+};
+
+// Workgroup geometry (HSA: the last workgroup of a dimension may be partial).
+struct workgroup_geometry {
+  std::array<std::uint32_t, 3> id{};    // workgroup id
+  std::array<std::uint32_t, 3> size{};  // actual work-items in this workgroup per dimension
+  std::array<std::uint32_t, 3> count{};  // workgroups in the grid per dimension
+};
+
+[[nodiscard]] constexpr std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) noexcept { return (a + b - 1) / b; }
+
+// Workgroup counts and the geometry of workgroup `linear` (x fastest).
+[[nodiscard]] inline workgroup_geometry geometry_of(const abi::kernel_dispatch_packet& p, std::uint64_t linear) noexcept {
+  workgroup_geometry g;
+  const std::array<std::uint32_t, 3> grid{p.grid_size_x, p.grid_size_y, p.grid_size_z};
+  const std::array<std::uint32_t, 3> wg{p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z};
+  for (int d = 0; d < 3; ++d) g.count[d] = ceil_div(grid[d], wg[d]);
+  g.id[0] = static_cast<std::uint32_t>(linear % g.count[0]);
+  g.id[1] = static_cast<std::uint32_t>(linear / g.count[0] % g.count[1]);
+  g.id[2] = static_cast<std::uint32_t>(linear / g.count[0] / g.count[1]);
+  for (int d = 0; d < 3; ++d) {
+    const std::uint64_t start = std::uint64_t(g.id[d]) * wg[d];
+    g.size[d] = static_cast<std::uint32_t>(std::min<std::uint64_t>(wg[d], grid[d] - start));
+  }
+  return g;
+}
+
+[[nodiscard]] inline unsigned wave_size_of(const abi::kernel_descriptor& kd, arch::family f) noexcept {
+  return supports_wave32(f) && abi::kernel_code_properties::enable_wavefront_size32::get(kd.kernel_code_properties)
+             ? 32u
+             : 64u;
+}
+
+// The waves of one workgroup with their initial SGPRs and VGPRs.
+// Preconditions (checked by the packet processor): the descriptor's enabled user SGPRs fit in
+// rsrc2.USER_SGPR_COUNT and the total stays below max_wave_sgprs.
+[[nodiscard]] inline std::vector<wave_state> build_workgroup_waves(const abi::kernel_descriptor& kd,
+                                                                   const abi::kernel_dispatch_packet& p,
+                                                                   const dispatch_inputs& in, arch::family fam,
+                                                                   const workgroup_geometry& g) {
+  namespace kcp = abi::kernel_code_properties;
+  namespace r2 = abi::compute_pgm_rsrc2;
+  const std::uint16_t props = kd.kernel_code_properties;
+  const std::uint32_t rsrc2 = kd.compute_pgm_rsrc2;
+  const unsigned wsize = wave_size_of(kd, fam);
+  const std::uint32_t items = g.size[0] * g.size[1] * g.size[2];
+  const unsigned nwaves = static_cast<unsigned>(ceil_div(items, wsize));
+
+  wave_state proto;
+  proto.wave_size = wsize;
+  unsigned s = 0;
+  auto put64 = [&](std::uint64_t v) {
+    proto.sgpr[s++] = lo32(v);
+    proto.sgpr[s++] = hi32(v);
+  };
+  if (kcp::enable_sgpr_private_segment_buffer::get(props))
+    for (std::uint32_t w : in.scratch_srd) proto.sgpr[s++] = w;
+  if (kcp::enable_sgpr_dispatch_ptr::get(props)) put64(in.packet_va);
+  if (kcp::enable_sgpr_queue_ptr::get(props)) put64(in.queue_va);
+  if (kcp::enable_sgpr_kernarg_segment_ptr::get(props)) put64(p.kernarg_address);
+  if (kcp::enable_sgpr_dispatch_id::get(props)) put64(in.dispatch_id);
+  if (kcp::enable_sgpr_flat_scratch_init::get(props)) put64(in.scratch_base);
+  if (kcp::enable_sgpr_private_segment_size::get(props)) proto.sgpr[s++] = p.private_segment_size;
+  // Kernarg preload (gfx90a/gfx94x): kernarg dwords [offset, offset+length) follow.
+  const unsigned pre_len = abi::kernarg_preload::length::get(kd.kernarg_preload);
+  const unsigned pre_off = abi::kernarg_preload::offset::get(kd.kernarg_preload);
+  for (unsigned i = 0; i < pre_len && s < max_wave_sgprs; ++i)
+    proto.sgpr[s++] = (in.kernarg_host != nullptr && pre_off + i < in.kernarg_dwords) ? in.kernarg_host[pre_off + i] : 0u;
+  proto.user_sgpr_count = r2::user_sgpr_count::get(rsrc2);
+  // System SGPRs start at USER_SGPR_COUNT, not after the enabled ones: on gfx1100/gfx1102 LLVM
+  // pads USER_SGPR_COUNT (spec/code-objects.md §1.6 item 2), and the compiled code knows it.
+  s = proto.user_sgpr_count > s ? proto.user_sgpr_count : s;
+  proto.system_sgpr_first = s;
+  if (r2::enable_sgpr_workgroup_id_x::get(rsrc2)) proto.sgpr[s++] = g.id[0];
+  if (r2::enable_sgpr_workgroup_id_y::get(rsrc2)) proto.sgpr[s++] = g.id[1];
+  if (r2::enable_sgpr_workgroup_id_z::get(rsrc2)) proto.sgpr[s++] = g.id[2];
+  const unsigned info_sgpr = s;
+  if (r2::enable_sgpr_workgroup_info::get(rsrc2)) ++s;
+  const unsigned wave_offset_sgpr = s;
+  if (r2::enable_private_segment::get(rsrc2)) ++s;
+  proto.sgpr_initialized = s;
+
+  const unsigned id_mode = r2::enable_vgpr_workitem_id::get(rsrc2);
+  const bool packed = packs_workitem_ids(fam);
+  std::vector<wave_state> waves(nwaves, proto);
+  for (unsigned w = 0; w < nwaves; ++w) {
+    wave_state& ws = waves[w];
+    ws.wave_index = w;
+    // Workgroup info: first-wave flag [31], workgroup size in waves [5:0] (AMDGPUUsage).
+    if (r2::enable_sgpr_workgroup_info::get(rsrc2))
+      ws.sgpr[info_sgpr] = (w == 0 ? 0x80000000u : 0u) | (nwaves & 0x3Fu);
+    if (r2::enable_private_segment::get(rsrc2))
+      ws.sgpr[wave_offset_sgpr] = w * wsize * p.private_segment_size;  // byte offset of this wave's scratch
+    for (unsigned lane = 0; lane < wsize; ++lane) {
+      const std::uint32_t flat = w * wsize + lane;
+      if (flat >= items) break;
+      ++ws.active_lanes;
+      ws.exec |= std::uint64_t(1) << lane;
+      const std::uint32_t x = flat % g.size[0];
+      const std::uint32_t y = id_mode >= 1 ? flat / g.size[0] % g.size[1] : 0;
+      const std::uint32_t z = id_mode >= 2 ? flat / g.size[0] / g.size[1] : 0;
+      if (packed) {
+        ws.v0[lane] = abi::packed_workitem_id::x::put(x) | abi::packed_workitem_id::y::put(y) |
+                      abi::packed_workitem_id::z::put(z);
+      } else {
+        ws.v0[lane] = x;
+        ws.v1[lane] = y;
+        ws.v2[lane] = z;
+      }
+    }
+  }
+  return waves;
+}
+
+}  // namespace aqueduct::emu

@@ -1,0 +1,623 @@
+// emu/aql_processor.hpp: hand-written AQL packets in a ring allocated here (no queue/ layer).
+// Expected values come from the HSA/AMD packet semantics (spec/packets.md §5) and from plain
+// loops over the inputs, never from the processor.
+#include <aqueduct/emu/aql_processor.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace abi = aqueduct::abi;
+namespace emu = aqueduct::emu;
+namespace arch = aqueduct::arch;
+using namespace std::chrono_literals;
+
+namespace {
+
+// GPU VA == host address, as on the emulated device; a range is mapped once registered.
+class test_vm final : public emu::vm_access {
+ public:
+  void map(const void* p, std::size_t n) {
+    std::lock_guard l(mu_);
+    ranges_.push_back({reinterpret_cast<std::uintptr_t>(p), n});
+  }
+  void unmap_all() {
+    std::lock_guard l(mu_);
+    ranges_.clear();
+  }
+  bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
+    std::lock_guard l(mu_);
+    for (auto [b, n] : ranges_)
+      if (va >= b && va + len <= b + n && va + len >= va) return true;
+    return false;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::pair<std::uintptr_t, std::size_t>> ranges_;
+};
+
+class test_events final : public emu::event_notifier {
+ public:
+  void signal_event(std::uint32_t id) noexcept override {
+    std::lock_guard l(mu_);
+    ids.push_back(id);
+  }
+  std::vector<std::uint32_t> snapshot() {
+    std::lock_guard l(mu_);
+    return ids;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::uint32_t> ids;
+};
+
+struct aligned_deleter {
+  void operator()(void* p) const noexcept { std::free(p); }
+};
+template <class T = std::byte>
+std::unique_ptr<T[], aligned_deleter> gpu_alloc(test_vm& vm, std::size_t count, std::size_t align = 256) {
+  const std::size_t bytes = (sizeof(T) * count + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, bytes);
+  std::memset(p, 0, bytes);
+  vm.map(p, bytes);
+  return std::unique_ptr<T[], aligned_deleter>(static_cast<T*>(p));
+}
+std::uint64_t va(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+// A queue: ring + amd_queue, one processor.
+struct queue_fixture {
+  test_vm vm;
+  test_events events;
+  emu::host_kernel_registry registry;
+  static constexpr std::size_t slots = 64;
+  std::unique_ptr<abi::aql_slot[], aligned_deleter> ring = gpu_alloc<abi::aql_slot>(vm, slots, 4096);
+  std::unique_ptr<abi::amd_queue[], aligned_deleter> q = gpu_alloc<abi::amd_queue>(vm, 1, 64);
+  std::unique_ptr<emu::aql_processor> proc;
+  std::uint64_t write_index = 0;
+
+  explicit queue_fixture(arch::family fam = arch::family::gfx11, emu::aql_processor_options opt = {}) {
+    for (std::size_t i = 0; i < slots; ++i) {
+      const std::uint32_t invalid = static_cast<std::uint32_t>(abi::packet_type::invalid);
+      std::memcpy(ring[i].bytes, &invalid, 4);
+    }
+    q[0].hsa.base_address = va(ring.get());
+    q[0].hsa.size = slots;
+    emu::aql_queue_binding b;
+    b.ring_va = va(ring.get());
+    b.ring_bytes = slots * 64;
+    b.read_index_va = va(&q[0].read_dispatch_id);
+    b.write_index_va = va(&q[0].write_dispatch_id);
+    b.amd_queue_va = va(q.get());
+    b.family = fam;
+    b.queue_id = 7;
+    auto r = emu::aql_processor::try_create(b, vm, events, registry, std::move(opt));
+    REQUIRE(r.has_value());
+    proc = std::move(*r);
+  }
+  ~queue_fixture() { proc.reset(); }
+
+  std::uint64_t read_index() const { return std::atomic_ref<std::uint64_t>(q[0].read_dispatch_id).load(std::memory_order_acquire); }
+
+  // Producer protocol: wait for space, body first, header|setup last with ONE release store,
+  // write index, doorbell.
+  template <class Packet>
+  std::uint64_t submit(const Packet& p, bool ring_doorbell = true) {
+    static_assert(sizeof(Packet) == 64);
+    while (write_index - read_index() >= slots) std::this_thread::sleep_for(50us);
+    const std::uint64_t idx = write_index++;
+    abi::aql_slot& s = ring[idx % slots];
+    std::memcpy(s.bytes + 4, reinterpret_cast<const std::byte*>(&p) + 4, 60);
+    std::uint32_t dw0;
+    std::memcpy(&dw0, &p, 4);
+    std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(s.bytes)).store(dw0, std::memory_order_release);
+    std::atomic_ref<std::uint64_t>(q[0].write_dispatch_id).store(write_index, std::memory_order_release);
+    if (ring_doorbell) proc->ring_doorbell(idx);
+    return idx;
+  }
+};
+
+abi::amd_signal* make_signal(test_vm& vm, std::vector<std::unique_ptr<abi::amd_signal[], aligned_deleter>>& keep,
+                             std::int64_t value, std::uint64_t* mailbox = nullptr, std::uint32_t event_id = 0) {
+  keep.push_back(gpu_alloc<abi::amd_signal>(vm, 1, 64));
+  abi::amd_signal* s = keep.back().get();
+  s->kind = static_cast<std::int64_t>(abi::amd_signal_kind::user);
+  s->value = value;
+  s->event_mailbox_ptr = mailbox ? va(mailbox) : 0;
+  s->event_id = event_id;
+  return s;
+}
+std::int64_t load(const abi::amd_signal* s) {
+  return std::atomic_ref<std::int64_t>(const_cast<abi::amd_signal*>(s)->value).load(std::memory_order_acquire);
+}
+void store(abi::amd_signal* s, std::int64_t v) { std::atomic_ref<std::int64_t>(s->value).store(v, std::memory_order_release); }
+
+// ---- the "compiled" vadd kernel --------------------------------------------------------------
+// Its code assumes the ABI of its descriptor: dispatch ptr in s[0:1], kernarg ptr in s[2:3],
+// workgroup id X in s4 (USER_SGPR_COUNT 4), work-item id X in v0[9:0].
+constexpr std::uint16_t vadd_props =
+    abi::kernel_code_properties::enable_sgpr_dispatch_ptr::mask | abi::kernel_code_properties::enable_sgpr_kernarg_segment_ptr::mask;
+constexpr unsigned vadd_dispatch_sgpr = 0, vadd_kernarg_sgpr = 2, vadd_wgid_sgpr = 4;
+static_assert(abi::user_sgpr_offset(vadd_props, abi::user_sgpr::kernarg_segment_ptr) == vadd_kernarg_sgpr);
+
+struct vadd_args {
+  std::uint64_t a, b, c;
+  std::uint32_t n;
+};
+
+void vadd_kernel(emu::workgroup_context& wg) {
+  for (const emu::wave_state& w : wg.waves()) {
+    const auto pkt = wg.load<abi::kernel_dispatch_packet>(w.sgpr64(vadd_dispatch_sgpr));
+    const auto args = wg.load<vadd_args>(w.sgpr64(vadd_kernarg_sgpr));
+    const std::uint32_t group = w.sgpr[vadd_wgid_sgpr];
+    for (unsigned lane = 0; lane < w.wave_size; ++lane) {
+      if (((w.exec >> lane) & 1) == 0) continue;
+      const std::uint32_t i = group * pkt.workgroup_size_x + (w.v0[lane] & 0x3FF);
+      if (i >= args.n) continue;
+      const float x = wg.load<float>(args.a + 4ull * i), y = wg.load<float>(args.b + 4ull * i);
+      wg.store<float>(args.c + 4ull * i, x + y);
+    }
+  }
+}
+
+abi::kernel_descriptor descriptor(std::uint16_t props, unsigned user_sgprs, std::uint32_t kernarg_size,
+                                  unsigned workitem_id_mode = 0, bool wg_y = false, bool wg_z = false) {
+  abi::kernel_descriptor kd{};
+  namespace r2 = abi::compute_pgm_rsrc2;
+  kd.kernel_code_properties = props;
+  kd.kernarg_size = kernarg_size;
+  kd.compute_pgm_rsrc2 = r2::user_sgpr_count::put(user_sgprs) | r2::enable_sgpr_workgroup_id_x::put(1) |
+                         r2::enable_sgpr_workgroup_id_y::put(wg_y) | r2::enable_sgpr_workgroup_id_z::put(wg_z) |
+                         r2::enable_vgpr_workitem_id::put(workitem_id_mode);
+  return kd;
+}
+
+std::uint64_t make_kernel_object(test_vm& vm, std::vector<std::unique_ptr<std::byte[], aligned_deleter>>& keep,
+                                 const abi::kernel_descriptor& kd, const char* name) {
+  keep.push_back(gpu_alloc<std::byte>(vm, emu::emulated_kernel_object_size, 256));
+  emu::write_emulated_kernel_object({keep.back().get(), emu::emulated_kernel_object_size}, kd, name);
+  return va(keep.back().get());
+}
+
+abi::kernel_dispatch_packet dispatch_1d(std::uint64_t ko, std::uint64_t kernarg, std::uint32_t grid, std::uint16_t wg,
+                                        std::uint64_t signal, bool barrier = false) {
+  abi::kernel_dispatch_packet p{};
+  p.header = abi::make_header(abi::packet_type::kernel_dispatch, barrier, abi::fence_scope::system, abi::fence_scope::system);
+  p.setup = abi::make_dispatch_setup(1);
+  p.workgroup_size_x = wg;
+  p.workgroup_size_y = p.workgroup_size_z = 1;
+  p.grid_size_x = grid;
+  p.grid_size_y = p.grid_size_z = 1;
+  p.kernel_object = ko;
+  p.kernarg_address = kernarg;
+  p.completion_signal = signal;
+  return p;
+}
+
+struct vadd_setup {
+  static constexpr std::uint32_t n = 1000;  // not a multiple of 64: the last workgroup is partial
+  std::unique_ptr<float[], aligned_deleter> a, b, c;
+  std::unique_ptr<vadd_args[], aligned_deleter> args;
+  explicit vadd_setup(test_vm& vm) {
+    a = gpu_alloc<float>(vm, n);
+    b = gpu_alloc<float>(vm, n);
+    c = gpu_alloc<float>(vm, n);
+    args = gpu_alloc<vadd_args>(vm, 1, 64);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      a[i] = static_cast<float>(i);
+      b[i] = 0.5f * static_cast<float>(i) + 3.0f;
+      c[i] = -1.0f;
+    }
+    args[0] = {va(a.get()), va(b.get()), va(c.get()), n};
+  }
+  int mismatches() const {
+    int bad = 0;
+    for (std::uint32_t i = 0; i < n; ++i) bad += c[i] != static_cast<float>(i) + (0.5f * static_cast<float>(i) + 3.0f);
+    return bad;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("kernel dispatch of a host kernel: every element, signal, mailbox, event, INVALID header") {
+  queue_fixture f;
+  f.registry.add("vadd", vadd_kernel);
+  std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+  std::vector<std::unique_ptr<abi::amd_signal[], aligned_deleter>> sigs;
+  vadd_setup v(f.vm);
+  auto mailbox = gpu_alloc<std::uint64_t>(f.vm, 1, 64);
+  abi::amd_signal* sig = make_signal(f.vm, sigs, 1, mailbox.get(), 42);
+  const auto ko = make_kernel_object(f.vm, kos, descriptor(vadd_props, 4, sizeof(vadd_args)), "vadd");
+  f.submit(dispatch_1d(ko, va(v.args.get()), v.n, 64, va(sig)));
+  REQUIRE(f.proc->wait_retired(1, 5s));
+  CHECK(load(sig) == 0);
+  CHECK(v.mismatches() == 0);
+  CHECK(v.c[0] == 3.0f);
+  CHECK(v.c[999] == 999.0f + 0.5f * 999.0f + 3.0f);
+  CHECK(std::atomic_ref<std::uint64_t>(mailbox[0]).load() == 42);
+  CHECK(f.events.snapshot() == std::vector<std::uint32_t>{42});
+  CHECK(f.read_index() == 1);
+  std::uint16_t h;
+  std::memcpy(&h, f.ring[0].bytes, 2);
+  CHECK(abi::header_type(h) == abi::packet_type::invalid);
+  CHECK_FALSE(f.proc->has_error());
+}
+
+TEST_CASE("packets through a wrapping ring (200 dispatches, 64 slots)") {
+  queue_fixture f;
+  std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+  std::vector<std::unique_ptr<abi::amd_signal[], aligned_deleter>> sigs;
+  auto counter = gpu_alloc<std::uint64_t>(f.vm, 1, 64);
+  f.registry.add("count", [](emu::workgroup_context& wg) {
+    const std::uint64_t ka = wg.wave(0).sgpr64(0);  // kernarg ptr alone: s[0:1]
+    const auto target = wg.load<std::uint64_t>(ka);
+    std::atomic_ref<std::uint64_t>(*wg.ptr<std::uint64_t>(target, 1, true)).fetch_add(1);
+  });
+  auto kernarg = gpu_alloc<std::uint64_t>(f.vm, 1, 64);
+  kernarg[0] = va(counter.get());
+  const auto ko = make_kernel_object(
+      f.vm, kos, descriptor(abi::kernel_code_properties::enable_sgpr_kernarg_segment_ptr::mask, 2, 8), "count");
+  abi::amd_signal* sig = make_signal(f.vm, sigs, 200);
+  for (int i = 0; i < 200; ++i) f.submit(dispatch_1d(ko, va(kernarg.get()), 1, 1, va(sig)));
+  REQUIRE(f.proc->wait_retired(200, 10s));
+  CHECK(counter[0] == 200);
+  CHECK(load(sig) == 0);
+  CHECK(f.read_index() == 200);
+}
+
+TEST_CASE("3-D dispatch: workgroup ids from SGPRs, work-item ids packed (gfx11) or in v0/v1/v2 (gfx10.3)") {
+  for (auto fam : {arch::family::gfx11, arch::family::gfx10_3}) {
+    CAPTURE(arch::family_name(fam));
+    queue_fixture f(fam);
+    std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+    std::vector<std::unique_ptr<abi::amd_signal[], aligned_deleter>> sigs;
+    constexpr std::uint32_t gx = 5, gy = 3, gz = 2;  // grid; workgroup 2x2x2 → partial groups
+    auto out = gpu_alloc<std::uint32_t>(f.vm, gx * gy * gz);
+    auto kernarg = gpu_alloc<std::uint64_t>(f.vm, 1, 64);
+    kernarg[0] = va(out.get());
+    const bool packed = fam == arch::family::gfx11;
+    // Compiled for: kernarg s[0:1]; wg id x,y,z in s2,s3,s4; ids per the family's VGPR layout.
+    f.registry.add("ids", [packed](emu::workgroup_context& wg) {
+      for (const auto& w : wg.waves()) {
+        const std::uint64_t outp = wg.load<std::uint64_t>(w.sgpr64(0));
+        for (unsigned lane = 0; lane < w.wave_size; ++lane) {
+          if (((w.exec >> lane) & 1) == 0) continue;
+          const std::uint32_t lx = packed ? (w.v0[lane] & 0x3FF) : w.v0[lane];
+          const std::uint32_t ly = packed ? (w.v0[lane] >> 10 & 0x3FF) : w.v1[lane];
+          const std::uint32_t lz = packed ? (w.v0[lane] >> 20 & 0x3FF) : w.v2[lane];
+          const std::uint32_t x = w.sgpr[2] * 2 + lx, y = w.sgpr[3] * 2 + ly, z = w.sgpr[4] * 2 + lz;
+          wg.store<std::uint32_t>(outp + 4ull * ((z * gy + y) * gx + x), 0x10000u | (x << 8) | (y << 4) | z);
+        }
+      }
+    });
+    auto kd = descriptor(abi::kernel_code_properties::enable_sgpr_kernarg_segment_ptr::mask, 2, 8, 2, true, true);
+    const auto ko = make_kernel_object(f.vm, kos, kd, "ids");
+    abi::kernel_dispatch_packet p = dispatch_1d(ko, va(kernarg.get()), gx, 2, 0);
+    p.setup = abi::make_dispatch_setup(3);
+    p.workgroup_size_y = p.workgroup_size_z = 2;
+    p.grid_size_y = gy;
+    p.grid_size_z = gz;
+    f.submit(p);
+    REQUIRE(f.proc->wait_retired(1, 5s));
+    for (std::uint32_t z = 0; z < gz; ++z)
+      for (std::uint32_t y = 0; y < gy; ++y)
+        for (std::uint32_t x = 0; x < gx; ++x) CHECK(out[(z * gy + y) * gx + x] == (0x10000u | (x << 8) | (y << 4) | z));
+  }
+}
+
+TEST_CASE("barrier bit: a dispatch waits for the earlier one only when the bit is set") {
+  for (bool barrier : {true, false}) {
+    CAPTURE(barrier);
+    queue_fixture f;
+    std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+    auto data = gpu_alloc<std::uint32_t>(f.vm, 8);
+    auto seen = gpu_alloc<std::uint32_t>(f.vm, 8);
+    auto kernarg = gpu_alloc<std::uint64_t>(f.vm, 2, 64);
+    kernarg[0] = va(data.get());
+    kernarg[1] = va(seen.get());
+    // slow: 4 workgroups, each sleeps then writes data[g] = 1. copy: seen[i] = data[i].
+    f.registry.add("slow", [](emu::workgroup_context& wg) {
+      std::this_thread::sleep_for(150ms);
+      const auto d = wg.load<std::uint64_t>(wg.wave(0).sgpr64(0));
+      std::atomic_ref<std::uint32_t>(*wg.ptr<std::uint32_t>(d + 4ull * wg.wave(0).sgpr[2], 1, true)).store(1);
+    });
+    f.registry.add("copy", [](emu::workgroup_context& wg) {
+      const std::uint64_t ka = wg.wave(0).sgpr64(0);
+      const auto d = wg.load<std::uint64_t>(ka), s = wg.load<std::uint64_t>(ka + 8);
+      for (int i = 0; i < 4; ++i)
+        wg.store<std::uint32_t>(s + 4ull * i, std::atomic_ref<std::uint32_t>(*wg.ptr<std::uint32_t>(d + 4ull * i)).load());
+    });
+    const auto kd = descriptor(abi::kernel_code_properties::enable_sgpr_kernarg_segment_ptr::mask, 2, 16);
+    const auto slow = make_kernel_object(f.vm, kos, kd, "slow"), copy = make_kernel_object(f.vm, kos, kd, "copy");
+    f.submit(dispatch_1d(slow, va(kernarg.get()), 4, 1, 0));
+    f.submit(dispatch_1d(copy, va(kernarg.get()), 1, 1, 0, barrier));
+    REQUIRE(f.proc->wait_retired(2, 5s));
+    const int copied = static_cast<int>(seen[0] + seen[1] + seen[2] + seen[3]);
+    if (barrier)
+      CHECK(copied == 4);
+    else
+      CHECK(copied < 4);  // ran while the slow workgroups slept
+  }
+}
+
+TEST_CASE("barrier-AND and barrier-OR stall the queue until their dependencies reach 0") {
+  queue_fixture f;
+  std::vector<std::unique_ptr<abi::amd_signal[], aligned_deleter>> sigs;
+  abi::amd_signal* d1 = make_signal(f.vm, sigs, 1);
+  abi::amd_signal* d2 = make_signal(f.vm, sigs, 1);
+  abi::amd_signal* done = make_signal(f.vm, sigs, 2);
+  abi::barrier_and_packet band{};
+  band.header = abi::make_header(abi::packet_type::barrier_and, false, abi::fence_scope::system, abi::fence_scope::system);
+  band.dep_signal[0] = va(d1);
+  band.dep_signal[3] = va(d2);
+  band.completion_signal = va(done);
+  abi::barrier_or_packet bor{};
+  bor.header = abi::make_header(abi::packet_type::barrier_or, false, abi::fence_scope::system, abi::fence_scope::system);
+  bor.dep_signal[1] = va(d1);
+  bor.dep_signal[2] = va(d2);
+  bor.completion_signal = va(done);
+
+  f.submit(bor);
+  f.submit(band);
+  std::this_thread::sleep_for(30ms);
+  CHECK(f.read_index() == 0);  // OR: neither dependency is 0 yet
+  store(d2, 0);
+  f.proc->notify();
+  REQUIRE(f.proc->wait_retired(1, 5s));
+  CHECK(load(done) == 1);
+  std::this_thread::sleep_for(30ms);
+  CHECK(f.read_index() == 1);  // AND: d1 still 1
+  store(d1, 0);                // no notify: the processor polls dependencies itself
+  REQUIRE(f.proc->wait_retired(2, 5s));
+  CHECK(load(done) == 0);
+}
+
+TEST_CASE("AMD barrier-value packet: (value & mask) cond compare, null signal satisfied") {
+  queue_fixture f;
+  std::vector<std::unique_ptr<abi::amd_signal[], aligned_deleter>> sigs;
+  abi::amd_signal* s = make_signal(f.vm, sigs, 0x13);
+  abi::amd_signal* done = make_signal(f.vm, sigs, 2);
+  abi::amd_barrier_value_packet p{};
+  p.header.header = abi::make_header(abi::packet_type::vendor_specific, false, abi::fence_scope::system, abi::fence_scope::system);
+  p.header.amd_format = static_cast<std::uint8_t>(abi::amd_packet_format::barrier_value);
+  p.signal = va(s);
+  p.value = 0x20;
+  p.mask = 0xF0;
+  p.cond = static_cast<std::uint32_t>(abi::signal_condition::eq);
+  p.completion_signal = va(done);
+  f.submit(p);
+  std::this_thread::sleep_for(30ms);
+  CHECK(f.read_index() == 0);  // 0x13 & 0xF0 = 0x10 != 0x20
+  store(s, 0x2F);              // 0x2F & 0xF0 = 0x20
+  REQUIRE(f.proc->wait_retired(1, 5s));
+  CHECK(load(done) == 1);
+  p.signal = 0;  // null signal: satisfied at once
+  f.submit(p);
+  REQUIRE(f.proc->wait_retired(2, 5s));
+  CHECK(load(done) == 0);
+}
+
+TEST_CASE("malformed packets stop the queue with the packet decoded; the process goes on") {
+  struct bad_case {
+    const char* what;
+    emu::aql_fault expect;
+    void (*mutate)(abi::kernel_dispatch_packet&);
+  };
+  const bad_case cases[] = {
+      {"reserved type 7", emu::aql_fault::reserved_packet_type, [](abi::kernel_dispatch_packet& p) { p.header = 7; }},
+      {"dimensions 0", emu::aql_fault::bad_dimensions, [](abi::kernel_dispatch_packet& p) { p.setup = 0; }},
+      {"grid 0", emu::aql_fault::bad_dimensions, [](abi::kernel_dispatch_packet& p) { p.grid_size_x = 0; }},
+      {"unused dim not 1", emu::aql_fault::bad_dimensions, [](abi::kernel_dispatch_packet& p) { p.grid_size_y = 4; }},
+      {"workgroup 0", emu::aql_fault::bad_workgroup_size, [](abi::kernel_dispatch_packet& p) { p.workgroup_size_x = 0; }},
+      {"workgroup 2048", emu::aql_fault::bad_workgroup_size, [](abi::kernel_dispatch_packet& p) { p.workgroup_size_x = 2048; }},
+      {"kernel object unmapped", emu::aql_fault::kernel_object_not_mapped,
+       [](abi::kernel_dispatch_packet& p) { p.kernel_object = 0x7000'0000'0000ull; }},
+      {"kernel object 0", emu::aql_fault::kernel_object_not_mapped, [](abi::kernel_dispatch_packet& p) { p.kernel_object = 0; }},
+      {"kernarg unmapped", emu::aql_fault::kernarg_not_mapped,
+       [](abi::kernel_dispatch_packet& p) { p.kernarg_address = 0x7000'0000'1000ull; }},
+      {"signal unmapped", emu::aql_fault::signal_not_mapped,
+       [](abi::kernel_dispatch_packet& p) { p.completion_signal = 0x7000'0000'2000ull; }},
+      {"fence scope 3", emu::aql_fault::reserved_header_bits,
+       [](abi::kernel_dispatch_packet& p) { p.header = static_cast<std::uint16_t>(p.header | (3u << 11)); }},
+      {"agent dispatch", emu::aql_fault::unsupported_packet,
+       [](abi::kernel_dispatch_packet& p) { p.header = static_cast<std::uint16_t>((p.header & ~0xFFu) | 4u); }},
+      {"LDS 1 MiB", emu::aql_fault::lds_too_large, [](abi::kernel_dispatch_packet& p) { p.group_segment_size = 1u << 20; }},
+  };
+  for (const auto& c : cases) {
+    const std::string what = c.what;
+    CAPTURE(what);
+    queue_fixture f;
+    f.registry.add("vadd", vadd_kernel);
+    std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+    vadd_setup v(f.vm);
+    const auto ko = make_kernel_object(f.vm, kos, descriptor(vadd_props, 4, sizeof(vadd_args)), "vadd");
+    f.submit(dispatch_1d(ko, va(v.args.get()), v.n, 64, 0));  // a good one first
+    auto p = dispatch_1d(ko, va(v.args.get()), v.n, 64, 0);
+    c.mutate(p);
+    f.submit(p);
+    f.submit(dispatch_1d(ko, va(v.args.get()), v.n, 64, 0));  // never runs
+    CHECK_FALSE(f.proc->wait_retired(3, 2s));
+    REQUIRE(f.proc->has_error());
+    const auto e = f.proc->error();
+    REQUIRE(e.has_value());
+    CHECK(e->fault == c.expect);
+    CHECK(e->packet_index == 1);
+    CHECK(e->write_index == 3);
+    CHECK(std::memcmp(e->packet.bytes, &p, 64) == 0);
+    CHECK(e->detail.find("packet 1") != std::string::npos);
+    CHECK(e->detail.find("raw=") != std::string::npos);
+    CHECK(e->to_failure() == aqueduct::errc::queue_error);
+    CHECK(f.read_index() == 1);  // the good packet retired, the bad one was not consumed
+  }
+}
+
+TEST_CASE("unknown host kernel and bad code entry are queue errors") {
+  queue_fixture f;
+  std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+  vadd_setup v(f.vm);
+  const auto ko = make_kernel_object(f.vm, kos, descriptor(vadd_props, 4, sizeof(vadd_args)), "nobody");
+  f.submit(dispatch_1d(ko, va(v.args.get()), v.n, 64, 0));
+  CHECK_FALSE(f.proc->wait_retired(1, 1s));
+  REQUIRE(f.proc->error().has_value());
+  CHECK(f.proc->error()->fault == emu::aql_fault::unknown_host_kernel);
+  CHECK(f.proc->error()->detail.find("nobody") != std::string::npos);
+
+  queue_fixture g;
+  g.registry.add("vadd", vadd_kernel);
+  vadd_setup w(g.vm);
+  const auto ko2 = make_kernel_object(g.vm, kos, descriptor(vadd_props, 4, sizeof(vadd_args)), "vadd");
+  auto* kd = reinterpret_cast<abi::kernel_descriptor*>(ko2);
+  kd->kernel_code_entry_byte_offset = 128;  // not 256-aligned
+  g.submit(dispatch_1d(ko2, va(w.args.get()), w.n, 64, 0));
+  CHECK_FALSE(g.proc->wait_retired(1, 1s));
+  REQUIRE(g.proc->error().has_value());
+  CHECK(g.proc->error()->fault == emu::aql_fault::bad_kernel_descriptor);
+}
+
+TEST_CASE("wrong user-SGPR enable bits give a wrong answer: the kernel reads its args only via SGPRs") {
+  namespace kcp = abi::kernel_code_properties;
+  struct variant {
+    const char* what;
+    std::uint16_t props;
+    unsigned user_sgprs;
+  };
+  const variant variants[] = {
+      {"correct", vadd_props, 4},
+      {"private segment buffer also enabled", static_cast<std::uint16_t>(vadd_props | kcp::enable_sgpr_private_segment_buffer::mask), 8},
+      {"dispatch ptr missing", kcp::enable_sgpr_kernarg_segment_ptr::mask, 2},
+      {"kernarg ptr missing", kcp::enable_sgpr_dispatch_ptr::mask, 2},
+  };
+  for (const auto& var : variants) {
+    const std::string what = var.what;
+    CAPTURE(what);
+    queue_fixture f;
+    f.q[0].scratch_resource_descriptor[0] = 0xDEAD0000u;  // what s[0:3] hold with the SRD enabled
+    f.q[0].scratch_resource_descriptor[1] = 0x00000BADu;
+    f.registry.add("vadd", vadd_kernel);
+    std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+    vadd_setup v(f.vm);
+    const auto ko = make_kernel_object(f.vm, kos, descriptor(var.props, var.user_sgprs, sizeof(vadd_args)), "vadd");
+    f.submit(dispatch_1d(ko, va(v.args.get()), v.n, 64, 0));
+    const bool retired = f.proc->wait_retired(1, 3s);
+    if (std::string(var.what) == "correct") {
+      CHECK(retired);
+      CHECK(v.mismatches() == 0);
+    } else {
+      CHECK(v.mismatches() > 0);
+      if (!retired) {
+        REQUIRE(f.proc->error().has_value());
+        CHECK(f.proc->error()->fault == emu::aql_fault::memory_violation);
+        CHECK(f.proc->error()->to_failure() == aqueduct::errc::device_fault);
+      }
+    }
+  }
+}
+
+TEST_CASE("adversarial mode: a body written after its header is detected") {
+  emu::aql_processor_options opt;
+  opt.adversarial = true;
+  opt.adversarial_recheck = 300ms;
+  queue_fixture f(arch::family::gfx11, opt);
+  f.registry.add("vadd", vadd_kernel);
+  std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+  vadd_setup v(f.vm);
+  const auto ko = make_kernel_object(f.vm, kos, descriptor(vadd_props, 4, sizeof(vadd_args)), "vadd");
+
+  // Control: the right order runs fine in adversarial mode.
+  f.submit(dispatch_1d(ko, va(v.args.get()), v.n, 64, 0));
+  REQUIRE(f.proc->wait_retired(1, 5s));
+  CHECK(v.mismatches() == 0);
+
+  // Wrong order: header|setup first, body 100 ms later (relaxed atomic stores, so that a
+  // ThreadSanitizer build reports only the processor's own detection, not this test's race).
+  const auto p = dispatch_1d(ko, va(v.args.get()), v.n, 64, 0);
+  abi::aql_slot& s = f.ring[1];
+  std::uint32_t dw0;
+  std::memcpy(&dw0, &p, 4);
+  std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(s.bytes)).store(dw0, std::memory_order_release);
+  std::this_thread::sleep_for(100ms);
+  const auto* src = reinterpret_cast<const std::uint32_t*>(&p);
+  for (int i = 1; i < 16; ++i)
+    std::atomic_ref<std::uint32_t>(reinterpret_cast<std::uint32_t*>(s.bytes)[i]).store(src[i], std::memory_order_relaxed);
+  f.proc->ring_doorbell(1);
+  CHECK_FALSE(f.proc->wait_retired(2, 2s));
+  REQUIRE(f.proc->error().has_value());
+  CHECK(f.proc->error()->fault == emu::aql_fault::body_modified_after_header);
+  CHECK(f.proc->error()->packet_index == 1);
+}
+
+TEST_CASE("sequence-check hook stops the queue at the first out-of-order packet") {
+  emu::aql_processor_options opt;
+  opt.sequence_check = [](std::uint64_t index, const abi::aql_slot& s) {
+    abi::kernel_dispatch_packet p;
+    std::memcpy(&p, s.bytes, sizeof p);
+    return p.reserved2 == index;  // the producer numbers its packets in reserved2
+  };
+  queue_fixture f(arch::family::gfx11, opt);
+  f.registry.add("vadd", vadd_kernel);
+  std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+  vadd_setup v(f.vm);
+  const auto ko = make_kernel_object(f.vm, kos, descriptor(vadd_props, 4, sizeof(vadd_args)), "vadd");
+  for (std::uint64_t i : {0, 1, 2, 4}) {
+    auto p = dispatch_1d(ko, va(v.args.get()), 64, 64, 0);
+    p.reserved2 = i;
+    f.submit(p);
+  }
+  CHECK(f.proc->wait_retired(3, 5s));
+  CHECK_FALSE(f.proc->wait_retired(4, 300ms));
+  REQUIRE(f.proc->error().has_value());
+  CHECK(f.proc->error()->fault == emu::aql_fault::sequence_check_failed);
+  CHECK(f.proc->error()->packet_index == 3);
+}
+
+TEST_CASE("profiling queue: start_ts and end_ts written to the completion signal") {
+  queue_fixture f;
+  f.q[0].queue_properties = abi::amd_queue_properties::enable_profiling::mask;
+  f.registry.add("vadd", vadd_kernel);
+  std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+  std::vector<std::unique_ptr<abi::amd_signal[], aligned_deleter>> sigs;
+  vadd_setup v(f.vm);
+  abi::amd_signal* sig = make_signal(f.vm, sigs, 1);
+  const auto ko = make_kernel_object(f.vm, kos, descriptor(vadd_props, 4, sizeof(vadd_args)), "vadd");
+  f.submit(dispatch_1d(ko, va(v.args.get()), v.n, 64, va(sig)));
+  REQUIRE(f.proc->wait_retired(1, 5s));
+  CHECK(sig->start_ts != 0);
+  CHECK(sig->end_ts >= sig->start_ts);
+}
+
+TEST_CASE("a header published without a doorbell is still consumed") {
+  queue_fixture f;
+  f.registry.add("vadd", vadd_kernel);
+  std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+  vadd_setup v(f.vm);
+  const auto ko = make_kernel_object(f.vm, kos, descriptor(vadd_props, 4, sizeof(vadd_args)), "vadd");
+  f.submit(dispatch_1d(ko, va(v.args.get()), v.n, 64, 0), /*ring_doorbell=*/false);
+  REQUIRE(f.proc->wait_retired(1, 5s));
+  CHECK(v.mismatches() == 0);
+}
+
+TEST_CASE("try_create rejects a ring that is not mapped or not a power of two") {
+  test_vm vm;
+  test_events ev;
+  auto ring = gpu_alloc<abi::aql_slot>(vm, 48, 4096);
+  auto q = gpu_alloc<abi::amd_queue>(vm, 1, 64);
+  emu::aql_queue_binding b;
+  b.ring_va = va(ring.get());
+  b.ring_bytes = 48 * 64;  // not a power of two
+  b.read_index_va = va(&q[0].read_dispatch_id);
+  auto r = emu::aql_processor::try_create(b, vm, ev);
+  CHECK_FALSE(r.has_value());
+  b.ring_bytes = 32 * 64;
+  b.ring_va = 0x7000'0000'0000ull;
+  auto r2 = emu::aql_processor::try_create(b, vm, ev);
+  CHECK_FALSE(r2.has_value());
+  CHECK(r2.error() == aqueduct::errc::invalid_argument);
+}
