@@ -149,3 +149,14 @@ TEST_CASE("packet structs are dword arrays in wire order") {
   CHECK(dw[0] == 0xC0064900u);
   CHECK(dw[7] == 42u);
 }
+
+TEST_CASE("fixed packet lengths for decoders (§1.1 headers: COUNT + 2)") {
+  CHECK(pm4::fixed_packet_dwords(opcode::acquire_mem, false) == pm4::type3_packet_dwords(0xC0065800u));
+  CHECK(pm4::fixed_packet_dwords(opcode::acquire_mem, true) == pm4::type3_packet_dwords(0xC0055800u));
+  CHECK(pm4::fixed_packet_dwords(opcode::release_mem, false) == pm4::type3_packet_dwords(0xC0064900u));
+  CHECK(pm4::fixed_packet_dwords(opcode::wait_reg_mem, true) == pm4::type3_packet_dwords(0xC0053C00u));
+  CHECK(pm4::fixed_packet_dwords(opcode::indirect_buffer, false) == pm4::type3_packet_dwords(0xC0023F00u));
+  CHECK(pm4::fixed_packet_dwords(opcode::dispatch_direct, false) == pm4::type3_packet_dwords(0xC0031500u));
+  CHECK(pm4::fixed_packet_dwords(opcode::set_sh_reg, false) == 0u);
+  CHECK(pm4::fixed_packet_dwords(opcode::nop, false) == 0u);
+}

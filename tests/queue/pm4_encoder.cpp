@@ -270,3 +270,8 @@ TEST_CASE("RSRC2.LDS_SIZE: static + dynamic LDS in 512-byte granules, overridabl
   static_assert(g950::lds_granule_bytes == 1280 && g11::lds_granule_bytes == 512);
   CHECK(emit(128, [&](auto o) { return g950::dispatch(o, p); })[7] == (0x84u | (2u << 15)));
 }
+
+TEST_CASE("PRED_EXEC: EXEC_COUNT [13:0], VIRTUAL_XCC_ID_SELECT [31:24] (§1.3)") {
+  CHECK(emit(4, [](auto o) { return qp::encoder<arch::gfx94x_target>::pred_exec(o, 0x1, 8); }) ==
+        dwv{0xC0002300u, 0x01000008u});
+}

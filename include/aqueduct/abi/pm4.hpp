@@ -421,4 +421,19 @@ static_assert(sizeof(packet) == 8 && offsetof(packet, control) == 4);
 inline constexpr std::uint32_t dwords = 2;
 }  // namespace pred_exec
 
+// Whole length in dwords of the fixed-size packets above (ACQUIRE_MEM per generation), 0 for
+// the variable-length ones (NOP, SET_SH_REG, WRITE_DATA) and for opcodes not described here.
+// For decoders that reject a bad COUNT.
+[[nodiscard]] constexpr std::uint32_t fixed_packet_dwords(opcode op, bool gfx9_form) noexcept {
+  switch (op) {
+    case opcode::dispatch_direct: return dispatch_direct::dwords;
+    case opcode::acquire_mem: return gfx9_form ? acquire_mem::gfx9::dwords : acquire_mem::gfx10::dwords;
+    case opcode::release_mem: return release_mem::dwords;
+    case opcode::wait_reg_mem: return wait_reg_mem::dwords;
+    case opcode::indirect_buffer: return indirect_buffer::dwords;
+    case opcode::pred_exec: return pred_exec::dwords;
+    default: return 0;
+  }
+}
+
 }  // namespace aqueduct::abi::pm4

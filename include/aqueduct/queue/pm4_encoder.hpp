@@ -309,6 +309,16 @@ struct encoder {
     return n;
   }
 
+  // PRED_EXEC: the next `exec_count` dwords run only on the XCCs in `xcc_mask`. MEC firmware
+  // honours it only inside an IB (outside it acts as EXEC_COUNT 0: spec §1.3, tinygrad c631c72f22).
+  static constexpr std::uint32_t pred_exec_dwords = pkt::pred_exec::dwords;
+  static constexpr std::size_t pred_exec(std::span<std::uint32_t> out, std::uint32_t xcc_mask, std::uint32_t exec_count) noexcept {
+    AQUEDUCT_ASSERT(out.size() >= pred_exec_dwords, "PM4 reservation too small");
+    out[0] = pkt::type3_header(pkt::opcode::pred_exec, 1);
+    out[1] = pkt::pred_exec::exec_count::put(exec_count) | pkt::pred_exec::virtual_xcc_id_select::put(xcc_mask);
+    return pred_exec_dwords;
+  }
+
   // EVENT_WRITE without address (CS_PARTIAL_FLUSH, index 4).
   static constexpr std::size_t event_write(std::span<std::uint32_t> out,
                                            pkt::vgt_event ev = pkt::vgt_event::cs_partial_flush,
