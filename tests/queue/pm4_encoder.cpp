@@ -275,3 +275,26 @@ TEST_CASE("PRED_EXEC: EXEC_COUNT [13:0], VIRTUAL_XCC_ID_SELECT [31:24] (§1.3)")
   CHECK(emit(4, [](auto o) { return qp::encoder<arch::gfx94x_target>::pred_exec(o, 0x1, 8); }) ==
         dwv{0xC0002300u, 0x01000008u});
 }
+
+// The encoders are constexpr: whole packets, and a whole launch, can be built at compile time.
+namespace {
+constexpr auto ct_signal = [] {
+  std::array<std::uint32_t, 8> a{};
+  g11::signal(a, gpu_va{0x1000}, 5);
+  return a;
+}();
+static_assert(ct_signal[0] == 0xC0064900u && ct_signal[1] == 0x0070F514u && ct_signal[5] == 5u);
+constexpr auto ct_dispatch = [] {
+  aqueduct::abi::kernel_descriptor kd{};
+  kd.kernel_code_entry_byte_offset = 0x100;
+  kd.kernel_code_properties = 0x0408;
+  qp::dispatch_params p;
+  p.kd = &kd;
+  p.kd_va = gpu_va{0x1F00};
+  p.kernarg = gpu_va{0x4000};
+  std::array<std::uint32_t, 64> a{};
+  g11p::dispatch(a, p);
+  return a;
+}();
+static_assert(ct_dispatch[6] == (1u << 20), "PRIV set at compile time on an affected target");
+}  // namespace
