@@ -108,6 +108,9 @@ class fat_binary {
     }
     return code::try_select(entries_, agent, pol, kinds);
   }
+  [[nodiscard]] selection select(const target_id& agent, const selection_policy& pol = {}, std::span<const offload_kind> kinds = {}) const {
+    return try_select(agent, pol, kinds).value();
+  }
 
  private:
   byte_span outer_{};
