@@ -98,13 +98,14 @@ class diagnostics {
   return now + timeout;
 }
 
-// Sleeping back-off for waits with nothing to block on: 1 µs doubling to 1 ms.
+// Back-off for waits with nothing to block on: 64 CPU pauses, then 64 yields (cheap hand-over
+// to a consumer sharing the core), then sleeps from 1 µs doubling to 1 ms.
 class backoff {
  public:
   void pause() noexcept {
-    if (spins_ < 64) {
-      ++spins_;
-      AQUEDUCT_CPU_RELAX();
+    if (spins_ < 128) {
+      if (spins_++ < 64) AQUEDUCT_CPU_RELAX();
+      else std::this_thread::yield();
       return;
     }
     std::this_thread::sleep_for(sleep_);

@@ -1,0 +1,85 @@
+// Shared by the AQL queue tests: queue memory as kfd/ would supply it, a sequence-numbered
+// dispatch packet for fake_processor, and the multi-producer stress run.
+#pragma once
+
+#include "fake_processor.hpp"
+
+#include <aqueduct/queue/aql_queue.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace aqueduct_test {
+
+namespace q = aqueduct::queue;
+using aqueduct::gpu_va;
+using namespace std::chrono_literals;
+
+// Queue memory as kfd/ would supply it: a 64-aligned amd_queue and ring, and a doorbell word.
+struct queue_memory {
+  explicit queue_memory(std::uint32_t n) : size(n) {
+    ring = static_cast<abi::aql_slot*>(std::aligned_alloc(64, sizeof(abi::aql_slot) * n));
+    std::memset(ring, 0, sizeof(abi::aql_slot) * n);  // zeroed = VENDOR_SPECIFIC headers: queue must invalidate
+  }
+  ~queue_memory() { std::free(ring); }
+  q::aql_queue_memory mem() { return {&desc, ring, size}; }
+  abi::amd_queue desc{};
+  abi::aql_slot* ring;
+  std::uint32_t size;
+  alignas(8) std::uint64_t doorbell = ~0ull;
+};
+
+inline abi::kernel_dispatch_packet dispatch(std::uint64_t producer, std::uint64_t seq, std::uint64_t completion = 0) {
+  return q::make_packet(q::kernel_dispatch{.kernel_object = gpu_va(producer + 1),
+                                           .kernarg_address = gpu_va(seq),
+                                           .grid = {256, 1, 1},
+                                           .workgroup = {64, 1, 1},
+                                           .segments = {},
+                                           .completion_signal = completion});
+}
+
+inline void run_producers(std::uint64_t per_producer) {
+  constexpr int producers = 4;
+  queue_memory m(16);
+  q::aql_queue_mp<> queue(m.mem(), q::doorbell_ref(&m.doorbell));
+  fake_processor proc(m.desc, m.ring, 16);
+  proc.start();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int p = 0; p < producers; ++p) {
+    threads.emplace_back([&, p] {
+      for (std::uint64_t i = 0; i < per_producer;) {
+        // Mix single packets and small batches.
+        const std::uint32_t n = static_cast<std::uint32_t>(std::min<std::uint64_t>((i % 7 == 0) ? 3 : 1, per_producer - i));
+        auto r = queue.try_reserve(n, 10s);
+        if (!r) {
+          failures.fetch_add(1);
+          return;
+        }
+        for (std::uint32_t k = 0; k < n; ++k) r->write(k, dispatch(p, i + k));
+        r->publish();
+        i += n;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const std::uint64_t total = per_producer * producers;
+  CHECK(proc.wait_consumed(total));
+  proc.stop();
+  CHECK(failures.load() == 0);
+  CHECK(proc.errors() == 0);
+  for (int p = 0; p < producers; ++p) CHECK(proc.dispatches(p) == per_producer);
+  CHECK(proc.consumed() == total);
+  CHECK(m.desc.write_dispatch_id == total);
+  CHECK(m.desc.read_dispatch_id == total);
+  CHECK(m.doorbell == total - 1);
+}
+
+}  // namespace aqueduct_test
