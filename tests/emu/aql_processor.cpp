@@ -1,6 +1,7 @@
 // emu/aql_processor.hpp: hand-written AQL packets in a ring allocated here (no queue/ layer).
 // Expected values come from the HSA/AMD packet semantics (spec/packets.md §5) and from plain
 // loops over the inputs, never from the processor.
+#include <aqueduct/config.hpp>
 #include <aqueduct/emu/aql_processor.hpp>
 
 #include <doctest/doctest.h>
@@ -13,6 +14,9 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace abi = aqueduct::abi;
 namespace emu = aqueduct::emu;
@@ -621,3 +625,48 @@ TEST_CASE("try_create rejects a ring that is not mapped or not a power of two") 
   CHECK_FALSE(r2.has_value());
   CHECK(r2.error() == aqueduct::errc::invalid_argument);
 }
+
+#if AQUEDUCT_TSAN
+// Only in ThreadSanitizer builds: a producer that writes the body with PLAIN stores after the
+// header must be reported by TSAN as a data race against the adversarial processor's reads.
+// The racy producer runs in a child process (this executable, re-run with AQ_TSAN_CHILD=1) so
+// that the report does not fail this test run; the parent checks the child's report.
+TEST_CASE("ThreadSanitizer reports a body written after its header (adversarial mode)") {
+  if (std::getenv("AQ_TSAN_CHILD") != nullptr) {
+    emu::aql_processor_options opt;
+    opt.adversarial = true;
+    opt.adversarial_recheck = 50ms;
+    queue_fixture f(arch::family::gfx11, opt);
+    f.registry.add("vadd", vadd_kernel);
+    std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+    vadd_setup v(f.vm);
+    const auto ko = make_kernel_object(f.vm, kos, descriptor(vadd_props, 4, sizeof(vadd_args)), "vadd");
+    const auto p = dispatch_1d(ko, va(v.args.get()), v.n, 64, 0);
+    abi::aql_slot& s = f.ring[0];
+    std::uint32_t dw0;
+    std::memcpy(&dw0, &p, 4);
+    std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(s.bytes)).store(dw0, std::memory_order_release);
+    std::this_thread::sleep_for(10ms);
+    // Plain stores: the bug. (Dword by dword: GCC lowers a fixed-size memcpy to moves TSAN
+    // does not see.)
+    const auto* src = reinterpret_cast<const std::uint32_t*>(&p);
+    auto* dst = reinterpret_cast<volatile std::uint32_t*>(s.bytes);
+    for (int i = 1; i < 16; ++i) dst[i] = src[i];
+    f.proc->ring_doorbell(0);
+    (void)f.proc->wait_retired(1, 1s);
+    if (auto e = f.proc->error()) MESSAGE("child: " << e->detail);
+    return;
+  }
+  const std::string cmd = "AQ_TSAN_CHILD=1 TSAN_OPTIONS=exitcode=66 /proc/" + std::to_string(::getpid()) +
+                          "/exe --no-intro=true --test-case='ThreadSanitizer reports*' 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  CHECK(out.find("ThreadSanitizer: data race") != std::string::npos);
+  CHECK(out.find("aql_processor") != std::string::npos);
+  CHECK(WEXITSTATUS(status) == 66);
+}
+#endif
