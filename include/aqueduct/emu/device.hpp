@@ -1,0 +1,126 @@
+// aqueduct/emu/device.hpp — the emulated KFD device: /dev/kfd's ioctl ABI, its mmap protocol and
+// the render nodes, in process. A second model of kfd::device_file (kfd/device_file.hpp; this
+// header does not include it — a test checks `static_assert(kfd::device_file<emu::device>)`).
+//
+// Layer: emu. `device::try_create(machine_config)` builds the machine (emu/machine_config.hpp),
+// writes its sysfs tree to a private temporary directory (sysfs_root()) and opens a placeholder
+// fd that plays /dev/kfd. ioctls follow kernel semantics: the request's nr picks the handler; the
+// argument is copied in (the user's size, zero-extended to the kernel's struct), the handler runs,
+// and for IOR/IOWR commands the user's size is copied back even when the handler fails
+// (kfd_ioctl, spec/kfd.md §2.1). CREATE_QUEUE validates in the order of spec/kfd.md §8 with the
+// kernel's errnos; machine_config::kernel selects pre-6.12 leniency (no buffer / CWSR checks).
+// Memory: see emu/gpu_vm.hpp (GPU VA == host VA). Events: emu/events.hpp.
+// Seams for packet processors: set_queue_hooks (create / update / destroy with queue_info),
+// queue doorbells (queue_info::doorbell points into the doorbell page userspace maps), is_mapped
+// for every engine access, signal_event for interrupts.
+// Not implemented (return -EOPNOTSUPP): SVM, CRIU, dmabuf import/export, SMI events, GWS, CU mask,
+// wave state, tile config, debugger (DBG_TRAP), deprecated GET_PROCESS_APERTURES.
+// Thread safety: every member may be called from any thread. ioctls take one lock (WAIT_EVENTS
+// waits without it); hooks run without the lock, so they may call back into the device.
+#pragma once
+
+#include <aqueduct/abi/kfd_ioctl.hpp>
+#include <aqueduct/core/mapping.hpp>
+#include <aqueduct/core/result.hpp>
+#include <aqueduct/emu/detail/device_state.hpp>
+#include <aqueduct/emu/events.hpp>
+#include <aqueduct/emu/gpu_vm.hpp>
+#include <aqueduct/emu/machine_config.hpp>
+#include <aqueduct/emu/queues.hpp>
+#include <aqueduct/emu/sysfs_writer.hpp>
+
+#include <bitset>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <shared_mutex>
+#include <span>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace aqueduct::emu {
+
+class device {
+ public:
+  // Builds the machine and its sysfs tree. Fails with errc::io_error when the temporary
+  // directory or the placeholder fd cannot be created, errc::invalid_argument for no GPUs.
+  [[nodiscard]] static result<device> try_create(machine_config cfg) {
+    if (cfg.gpus.empty()) return failure(errc::invalid_argument, "emu::device: the machine has no GPU");
+    auto st = std::make_unique<detail::device_state>();
+    AQUEDUCT_TRY_VOID(st->init(std::move(cfg)));
+    device d;
+    d.st_ = std::move(st);
+    return d;
+  }
+  [[nodiscard]] static device create(machine_config cfg) { return try_create(std::move(cfg)).value(); }
+  // "mi300x,rx7900xtx", "2*rx7900xtx" ... (machine_config::try_parse) with default knobs.
+  [[nodiscard]] static result<device> try_create(std::string_view machine) {
+    AQUEDUCT_TRY(auto cfg, machine_config::try_parse(machine));
+    return try_create(std::move(cfg));
+  }
+
+  device(device&&) noexcept = default;
+  device& operator=(device&&) noexcept = default;
+  ~device() = default;
+
+  // ---- kfd::device_file -------------------------------------------------------------------
+  int ioctl(unsigned long request, void* arg) noexcept { return st_->ioctl(request, arg); }
+  mapping mmap(void* addr, std::size_t length, int prot, int flags, int fd, std::uint64_t offset) noexcept {
+    return st_->mmap(addr, length, prot, flags, fd, offset);
+  }
+  int munmap(void* addr, std::size_t length) noexcept { return st_->munmap(addr, length); }
+  int open_render_node(std::uint32_t minor) noexcept { return st_->open_render_node(minor); }
+  int close_render_node(int fd) noexcept { return st_->close_render_node(fd); }
+  [[nodiscard]] int kfd_fd() const noexcept { return st_->kfd_fd; }
+  [[nodiscard]] const std::filesystem::path& sysfs_root() const noexcept { return st_->sysfs.root(); }
+
+  // ---- the machine ---------------------------------------------------------------------------
+  [[nodiscard]] const machine_config& config() const noexcept { return st_->cfg; }
+  [[nodiscard]] std::span<const gpu_node> gpus() const noexcept { return st_->gpus; }
+  [[nodiscard]] const gpu_node* find_gpu(std::uint32_t gpu_id) const noexcept { return st_->find_gpu(gpu_id); }
+
+  // ---- seams for packet processors ------------------------------------------------------------
+  // Every byte of [addr, addr+len) is in a BO mapped to `gpu_id` whose memory is present.
+  [[nodiscard]] bool is_mapped(std::uint32_t gpu_id, std::uint64_t addr, std::uint64_t len) const {
+    std::shared_lock lock(st_->m);
+    return st_->vm.is_mapped(gpu_id, addr, len);
+  }
+  // An interrupt carrying `event_id` (the GPU wrote the event's slot first): wakes WAIT_EVENTS.
+  void signal_event(std::uint32_t event_id) { st_->events.signal_interrupt(event_id); }
+  // Replaces the hooks; existing queues are not replayed (see queues()).
+  void set_queue_hooks(queue_hooks hooks) {
+    std::unique_lock lock(st_->m);
+    st_->hooks = std::make_shared<const queue_hooks>(std::move(hooks));
+  }
+  [[nodiscard]] std::vector<queue_info> queues() const {
+    std::shared_lock lock(st_->m);
+    std::vector<queue_info> v;
+    for (const auto& [id, q] : st_->queues) v.push_back(q.info);
+    return v;
+  }
+  // The emulator's view of the process doorbell slice of `gpu_id` (allocated on first use), or
+  // nullptr for an unknown GPU. Engines may poll it.
+  [[nodiscard]] void* doorbell_page(std::uint32_t gpu_id) {
+    std::unique_lock lock(st_->m);
+    auto* pdd = st_->find_pdd(gpu_id);
+    if (!pdd || !pdd->ensure_doorbells()) return nullptr;
+    return pdd->doorbells->data();
+  }
+  // The event page slots (nullptr until the first signal event or a user-supplied page).
+  [[nodiscard]] std::uint64_t* event_slots() const { return st_->events.slots(); }
+
+ private:
+  device() = default;
+  std::unique_ptr<detail::device_state> st_;
+};
+
+}  // namespace aqueduct::emu
