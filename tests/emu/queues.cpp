@@ -23,15 +23,16 @@ struct expected_sizes {
   const char* preset;
   std::uint32_t cwsr_size, ctl_stack_size, debug_memory_size;
   std::uint64_t total;  // ALIGN((cwsr_size + debug) * num_xcc, 4096)
+  std::uint32_t num_xcc;
 };
 // RX 6900 XT (gfx1030, 160 SIMDs, 2/CU, 1 XCC): cu 80; waves 80*32 = 2560; per CU 0x40000 + 0x4000 +
 // 0x10000 + 0x1000 = 348160; wg_data ALIGN(80*348160) = 27852800; ctl ALIGN(40 + 2560*12 + 8) = 32768,
 // GFX10 cap 0x7000 = 28672; cwsr 27881472; debug ALIGN(2560*32, 64) = 81920; total 27963392.
 constexpr expected_sizes table[] = {
-    {"mi300x", 23203840, 12288, 48640, 186019840},
-    {"rx7900xtx", 46047232, 40960, 98304, 46145536},
-    {"mi250x", 67170304, 36864, 131072, 67301376},
-    {"rx6900xt", 27881472, 28672, 81920, 27963392},
+    {"mi300x", 23203840, 12288, 48640, 186019840, 8},
+    {"rx7900xtx", 46047232, 40960, 98304, 46145536, 1},
+    {"mi250x", 67170304, 36864, 131072, 67301376, 1},
+    {"rx6900xt", 27881472, 28672, 81920, 27963392, 1},
 };
 
 emu::machine_config machine(const char* preset) { return emu::machine_config::parse(preset); }
@@ -160,6 +161,11 @@ TEST_CASE("kernel 6.12+ checks reject with the kernel's errno; pre-6.12 accepts 
       fixture f(e, cfg);
       // a CWSR area one page too small: its mapping is not ALIGN((ctx+debug)*xcc, PAGE)
       bo small_ctx = f.s.gtt(f.gpu, e.total - 4096);
+      // an area of exactly ALIGN((size + debug) * xcc) for a ctx size one page below cwsr_size, so
+      // that only the ">= cwsr_size" check can reject it
+      const std::uint64_t under_total = ((std::uint64_t{e.cwsr_size} - 4096 + e.debug_memory_size) * e.num_xcc + 4095) / 4096 * 4096;
+      static std::uint64_t under_area;
+      under_area = f.s.gtt(f.gpu, under_total).va;
       const bo unmapped{f.s.reserve(4096), 4096, 0, 0};  // VA never allocated
       const bo other = f.s.gtt(f.gpu, 8192);
       struct mutation {
@@ -171,7 +177,10 @@ TEST_CASE("kernel 6.12+ checks reject with the kernel's errno; pre-6.12 accepts 
           {"ctx area one page too small", -EINVAL,
            [](auto& a, auto&, std::uint64_t small, std::uint64_t, std::uint64_t) { a.ctx_save_restore_address = small; }},
           {"ctx_save_restore_size below cwsr_size", -EINVAL,
-           [](auto& a, auto& x, std::uint64_t, std::uint64_t, std::uint64_t) { a.ctx_save_restore_size = x.cwsr_size - 4096; }},
+           [](auto& a, auto& x, std::uint64_t, std::uint64_t, std::uint64_t) {
+             a.ctx_save_restore_size = x.cwsr_size - 4096;
+             a.ctx_save_restore_address = under_area;
+           }},
           {"ctl_stack_size one page more than the node's", -EINVAL,
            [](auto& a, auto& x, std::uint64_t, std::uint64_t, std::uint64_t) { a.ctl_stack_size = x.ctl_stack_size + 4096; }},
           {"ctl_stack_size one page less", -EINVAL,
