@@ -1,7 +1,8 @@
 // The dispatch hot path allocates nothing and touches the device only through the doorbell
 // (DESIGN.md §6): a counting global operator new (this TU replaces it) and a counting doorbell
-// prove it for single- and multi-producer queues, batches and pooled completion signals.
-// Each check has a control showing the counter does count.
+// prove it for single- and multi-producer queues, batches and pooled completion signals; on
+// Linux the same path also runs under seccomp strict mode, where any system call is fatal.
+// Each check has a control showing the counter (or the sandbox) does catch a violation.
 #include <aqueduct/queue/aql_queue.hpp>
 #include <aqueduct/sync/signal_pool.hpp>
 
@@ -13,6 +14,14 @@
 #include <memory>
 #include <new>
 #include <vector>
+
+#if AQUEDUCT_LINUX
+#  include <linux/seccomp.h>
+#  include <sys/prctl.h>
+#  include <sys/syscall.h>
+#  include <sys/wait.h>
+#  include <unistd.h>
+#endif
 
 namespace {
 thread_local bool counting = false;
@@ -128,3 +137,60 @@ TEST_CASE("multi-producer hot path: no allocation, one doorbell per submission")
   exercise<q::producer::multi>(m, pool);
   CHECK(m.desc.write_dispatch_id == 580);
 }
+
+#if AQUEDUCT_LINUX && !AQUEDUCT_TSAN && !AQUEDUCT_ASAN
+// The strongest check of "no system call": run the hot path in a forked child under seccomp
+// strict mode, where any system call other than read/write/_exit/sigreturn kills the process.
+// (Not under sanitizers: their runtimes make system calls of their own.)
+namespace {
+template <class F>
+int run_under_seccomp_strict(F body) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT) != 0) syscall(SYS_exit, 3);
+    const int rc = body();
+    syscall(SYS_exit, rc);  // plain exit(): exit_group is not allowed in strict mode
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) return 1000 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+}  // namespace
+
+TEST_CASE("control: seccomp strict mode kills a child that makes a system call") {
+  CHECK(run_under_seccomp_strict([] {
+          syscall(SYS_getpid);
+          return 0;
+        }) == 1000 + SIGKILL);
+  CHECK(run_under_seccomp_strict([] { return 0; }) == 0);
+}
+
+TEST_CASE("hot path under seccomp strict mode: no system call at all") {
+  memory sm(1024), mm(1024);
+  std::vector<abi::amd_signal> sigs(4);
+  aqueduct::sync::signal_pool pool(sigs);
+  q::aql_queue_sp<counting_doorbell> sq(sm.mem(), counting_doorbell{&sm.doorbell, &sm.rings});
+  q::aql_queue_mp<counting_doorbell> mq(mm.mem(), counting_doorbell{&mm.doorbell, &mm.rings});
+  const int rc = run_under_seccomp_strict([&] {
+    for (std::uint64_t i = 0; i < 300; ++i) {
+      auto sig = pool.try_acquire(1);
+      if (!sig) return 10;
+      const auto p = q::make_packet(q::kernel_dispatch{.kernel_object = gpu_va(0x1000),
+                                                       .kernarg_address = gpu_va(0x2000 + i),
+                                                       .grid = {1024, 1, 1},
+                                                       .workgroup = {256, 1, 1},
+                                                       .segments = {},
+                                                       .completion_signal = sig->handle()});
+      if (!sq.try_submit(p) || !mq.try_submit(p)) return 11;
+      sig->ref().store(0, std::memory_order_release);
+    }
+    auto r = mq.try_reserve(8);
+    if (!r) return 12;
+    for (std::uint32_t k = 0; k < 8; ++k) r->write(k, q::nop_packet());
+    r->publish();
+    return (sm.rings == 300 && mm.rings == 301) ? 0 : 13;
+  });
+  CHECK(rc == 0);  // 1009 would mean SIGKILL: a system call was made
+}
+#endif
