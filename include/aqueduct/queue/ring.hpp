@@ -96,8 +96,10 @@ class ring_reserver {
       cursor_ = s.begin;
       return true;
     } else {
+      // Release: the next producer to claim these slots (its CAS acquires) must see our stray
+      // body writes as happening before its own.
       std::uint64_t expected = s.end();
-      return sync::atomic_compare_exchange(*write_, expected, s.begin, std::memory_order_relaxed,
+      return sync::atomic_compare_exchange(*write_, expected, s.begin, std::memory_order_release,
                                            std::memory_order_relaxed);
     }
   }
