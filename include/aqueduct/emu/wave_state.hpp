@@ -9,7 +9,10 @@
 //                         flat scratch init 2, private segment size 1), then kernarg preload
 //                         dwords (gfx90a/gfx94x), padded up to rsrc2.USER_SGPR_COUNT;
 //   system SGPRs next   : workgroup id X, Y, Z, workgroup info, private segment wave offset,
-//                         each only if its rsrc2 enable bit is set;
+//                         each only if its rsrc2 enable bit is set — except that on gfx12
+//                         ("architected SGPRs", LLVM FeatureArchitectedSGPRs) the workgroup ids
+//                         are not in SGPRs but in TTMP9 (X) and TTMP7 ([15:0] Y, [31:16] Z),
+//                         as clang-19's gfx1200 code reads them (tests/emu/wave_state.cpp);
 //   VGPRs               : work-item ids X/Y/Z per rsrc2.ENABLE_VGPR_WORKITEM_ID, packed into v0
 //                         ([9:0],[19:10],[29:20]) on gfx90a/gfx94x/gfx11/gfx12, else in v0/v1/v2.
 // A host kernel (emu/host_kernel.hpp) reads everything — the kernarg pointer included — from
@@ -34,6 +37,8 @@ namespace aqueduct::emu {
   return f == arch::family::gfx90a || f == arch::family::gfx94x || f == arch::family::gfx11 ||
          f == arch::family::gfx12;
 }
+// Workgroup ids in TTMP9/TTMP7 instead of system SGPRs (LLVM FeatureArchitectedSGPRs): gfx12.
+[[nodiscard]] constexpr bool uses_architected_sgprs(arch::family f) noexcept { return f == arch::family::gfx12; }
 // Wave32 exists on gfx10+ only; gfx9-class parts are wave64.
 [[nodiscard]] constexpr bool supports_wave32(arch::family f) noexcept {
   return f == arch::family::gfx10_3 || f == arch::family::gfx11 || f == arch::family::gfx12;
@@ -45,6 +50,7 @@ inline constexpr unsigned max_wave_lanes = 64;
 // One wave's initial state.
 struct wave_state {
   std::array<std::uint32_t, max_wave_sgprs> sgpr{};
+  std::array<std::uint32_t, 16> ttmp{};  // trap temporaries; gfx12 workgroup ids in ttmp7/ttmp9
   unsigned user_sgpr_count = 0;    // = rsrc2.USER_SGPR_COUNT
   unsigned system_sgpr_first = 0;  // first system SGPR (workgroup id X if enabled)
   unsigned sgpr_initialized = 0;   // user + system SGPRs written
@@ -140,9 +146,16 @@ struct workgroup_geometry {
   // pads USER_SGPR_COUNT (spec/code-objects.md §1.6 item 2), and the compiled code knows it.
   s = proto.user_sgpr_count > s ? proto.user_sgpr_count : s;
   proto.system_sgpr_first = s;
-  if (r2::enable_sgpr_workgroup_id_x::get(rsrc2)) proto.sgpr[s++] = g.id[0];
-  if (r2::enable_sgpr_workgroup_id_y::get(rsrc2)) proto.sgpr[s++] = g.id[1];
-  if (r2::enable_sgpr_workgroup_id_z::get(rsrc2)) proto.sgpr[s++] = g.id[2];
+  if (uses_architected_sgprs(fam)) {
+    // X always; Y and Z halves only when enabled (LLVM reads all of TTMP7 as Y when Z is off).
+    proto.ttmp[9] = g.id[0];
+    proto.ttmp[7] = (r2::enable_sgpr_workgroup_id_y::get(rsrc2) ? (g.id[1] & 0xFFFFu) : 0u) |
+                    (r2::enable_sgpr_workgroup_id_z::get(rsrc2) ? (g.id[2] << 16) : 0u);
+  } else {
+    if (r2::enable_sgpr_workgroup_id_x::get(rsrc2)) proto.sgpr[s++] = g.id[0];
+    if (r2::enable_sgpr_workgroup_id_y::get(rsrc2)) proto.sgpr[s++] = g.id[1];
+    if (r2::enable_sgpr_workgroup_id_z::get(rsrc2)) proto.sgpr[s++] = g.id[2];
+  }
   const unsigned info_sgpr = s;
   if (r2::enable_sgpr_workgroup_info::get(rsrc2)) ++s;
   const unsigned wave_offset_sgpr = s;
