@@ -56,6 +56,16 @@ __kernel void fixed_wg(__global long *out, long a, char b, short c, double d) {
   out[__builtin_amdgcn_workitem_id_x()] = a + b + c + (long)d;
 }
 K
+cat > src/reloc.cl <<'K'
+// Program-scope pointers: lld emits R_AMDGPU_RELATIVE64 (hidden symbols) or ABS64 (-fvisibility=default).
+__global int counter = 5;
+__global int other[4] = {1, 2, 3, 4};
+__global int *__global table[2] = {&counter, &other[2]};
+__kernel void bump(__global int *out) {
+  uint l = __builtin_amdgcn_workitem_id_x();
+  out[l] = *table[l & 1] + counter;
+}
+K
 cat > src/cfill.c <<'K'
 __attribute__((amdgpu_kernel)) void cfill(int *out, int v) { out[__builtin_amdgcn_workitem_id_x()] = v; }
 K
@@ -102,6 +112,8 @@ co -mcpu=gfx1100 src/features.cl -o elf/features-gfx1100.hsaco
 co -mcpu=gfx90a src/features.cl -o elf/features-gfx90a.hsaco
 co -mcpu=gfx942 -mllvm -amdgpu-kernarg-preload-count=4 src/vadd.cl -o elf/vadd-gfx942-preload.hsaco
 co -mcpu=gfx1100 -c src/vadd.cl -o elf/vadd-gfx1100.o
+co -mcpu=gfx1100 src/reloc.cl -o elf/reloc-gfx1100.hsaco
+co -mcpu=gfx90a -fvisibility=default src/reloc.cl -o elf/reloc-abs64-gfx90a.hsaco
 "$CLANG" -target amdgcn-amd-amdhsa -mcpu=gfx1100 -nogpulib -O2 -x c src/cfill.c -o elf/cfill-hidden-gfx1100.hsaco &
 pids+=($!)
 waitall
@@ -167,7 +179,7 @@ csize=$(stat -c %s ccob/payload.zst)
 echo "$hash" > ccob/payload.md5
 
 # oracle outputs
-for f in elf/*.hsaco elf/*.o; do "$READELF" -h -S -l --dyn-syms --symbols --notes "$f" > "$f.readelf" 2>&1; done
+for f in elf/*.hsaco elf/*.o; do "$READELF" -h -S -l -r --dyn-syms --symbols --notes "$f" > "$f.readelf" 2>&1; done
 for f in bundle/*.co bundle/*.hipfb ccob/*.co ccob/*.hipfb; do
   "$BUNDLER" --list --type=o --input="$f" > "$f.list" 2>&1 || echo "LIST FAILED" >> "$f.list"
 done

@@ -62,6 +62,10 @@ struct readelf {
   struct symbol { std::string table, name, type, bind, vis; std::uint64_t value, size; };
   std::vector<symbol> symbols;
   std::vector<std::pair<std::string, std::uint64_t>> notes;  // owner, data size
+  struct reloc { std::uint64_t offset; std::string type; std::uint64_t sym_value; std::string sym; std::int64_t addend; };
+  std::vector<reloc> relocs;
+  struct load { std::uint64_t off, vaddr, filesz, memsz; std::string flags; };
+  std::vector<load> loads;
 };
 
 inline readelf parse_readelf(const std::string& t) {
@@ -78,6 +82,9 @@ inline readelf parse_readelf(const std::string& t) {
   static const std::regex sec_re(R"(^\s+\[\s*(\d+)\] (\S+)\s+(\S+)\s+([0-9a-f]{16}) ([0-9a-f]+) ([0-9a-f]+) )");
   static const std::regex tab_re(R"(^Symbol table '(\S+)')");
   static const std::regex sym_re(R"(^\s+\d+: ([0-9a-f]{16})\s+(\d+)\s+(\w+)\s+(\w+)\s+(\w+)\s+\S+ ?(\S*)\s*$)");
+  // "00..38c8  00..000d R_AMDGPU_RELATIVE64               38b0" or "... R_AMDGPU_ABS64  <value> table + 0"
+  static const std::regex rel_re(R"(^([0-9a-f]{16})\s+[0-9a-f]{16}\s+(R_AMDGPU_\w+)\s+([0-9a-f]+)(?:\s+(\S+) ([+-]) ([0-9a-f]+))?\s*$)");
+  static const std::regex load_re(R"(^\s+LOAD\s+0x([0-9a-f]+) 0x([0-9a-f]+) 0x[0-9a-f]+ 0x([0-9a-f]+) 0x([0-9a-f]+) (.{3}))");
   static const std::regex note_re(R"(^\s+(\S+)\s+0x([0-9a-f]+)\s+NT_)");
   while (std::getline(in, line)) {
     if (std::regex_search(line, m, flags_re)) {
@@ -94,6 +101,13 @@ inline readelf parse_readelf(const std::string& t) {
     else if (std::regex_search(line, m, tab_re)) table = m[1];
     else if (!table.empty() && std::regex_search(line, m, sym_re))
       r.symbols.push_back({table, m[6], m[3], m[4], m[5], std::stoull(m[1], nullptr, 16), std::stoull(m[2])});
+    else if (std::regex_search(line, m, rel_re)) {
+      readelf::reloc x{std::stoull(m[1], nullptr, 16), m[2], std::stoull(m[3], nullptr, 16), m[4], 0};
+      if (m[4].matched) x.addend = (m[5] == "-" ? -1 : 1) * static_cast<std::int64_t>(std::stoull(m[6], nullptr, 16));
+      else { x.addend = static_cast<std::int64_t>(x.sym_value); x.sym_value = 0; }  // RELATIVE: the column is the addend
+      r.relocs.push_back(x);
+    } else if (std::regex_search(line, m, load_re))
+      r.loads.push_back({std::stoull(m[1], nullptr, 16), std::stoull(m[2], nullptr, 16), std::stoull(m[3], nullptr, 16), std::stoull(m[4], nullptr, 16), m[5]});
     else if (line.starts_with("Displaying notes")) in_notes = true;
     else if (in_notes && std::regex_search(line, m, note_re)) r.notes.emplace_back(m[1], std::stoull(m[2], nullptr, 16));
     if (line.empty()) table.clear();
