@@ -120,3 +120,63 @@ TEST_CASE("stress: no signal is ever handed out while a consumer still owns its 
   pool.reclaim();
   CHECK(pool.free_count() == n_signals);
 }
+
+TEST_CASE("signals released on other threads, concurrently with acquire, are recycled after completion") {
+  // The consumer thread completes the work and then drops the pooled_signal itself, so releases
+  // race with the producer's acquires (the released stack); still no early recycling.
+  constexpr int n_signals = 8, n_ops = 4000;
+  std::vector<abi::amd_signal> mem(n_signals);
+  std::vector<std::atomic<int>> in_flight(n_signals);
+  s::signal_pool pool(mem);
+  std::mutex m;
+  std::deque<s::pooled_signal> work;
+  std::atomic<bool> done{false};
+  std::thread gpu([&] {
+    unsigned k = 0;
+    for (;;) {
+      s::pooled_signal p;
+      {
+        std::lock_guard l(m);
+        if (work.empty()) {
+          if (done.load()) return;
+        } else {
+          p = std::move(work.front());
+          work.pop_front();
+        }
+      }
+      if (!p) {
+        std::this_thread::yield();
+        continue;
+      }
+      if (++k % 32 == 0) std::this_thread::sleep_for(20us);
+      auto sig = p.ref();
+      auto& flag = in_flight[sig.get() - mem.data()];
+      if (k % 2) {
+        flag.store(0, std::memory_order_relaxed);  // complete, then release
+        sig.subtract(1, std::memory_order_release);
+        p.reset();
+      } else {
+        p.reset();  // release first, complete a little later: must still not be reused early
+        std::this_thread::yield();
+        flag.store(0, std::memory_order_relaxed);
+        sig.subtract(1, std::memory_order_release);
+      }
+    }
+  });
+  int early = 0;
+  for (int i = 0; i < n_ops; ++i) {
+    auto p = pool.acquire(1, 5s);
+    const auto idx = p.ref().get() - mem.data();
+    if (in_flight[idx].load(std::memory_order_relaxed) != 0) ++early;
+    in_flight[idx].store(1, std::memory_order_relaxed);
+    std::lock_guard l(m);
+    work.push_back(std::move(p));
+  }
+  done.store(true);
+  gpu.join();
+  CHECK(early == 0);
+  CHECK(pool.outstanding() == 0);
+  pool.reclaim();
+  CHECK(pool.free_count() == n_signals);
+  CHECK(pool.retiring_count() == 0);
+}

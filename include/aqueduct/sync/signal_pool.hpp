@@ -9,8 +9,10 @@
 // (`pooled_signal::release_unused`). Event mailbox and event id set in the storage are kept
 // across recycling, so waits on a recycled signal still block on its KFD event.
 // Costs: everything is allocated in the constructor; acquire/release allocate nothing, take no
-// lock and make no system call. Thread safety: NOT thread-safe; use one pool per producer
-// thread (or guard it). The signals themselves are shared with the device as usual.
+// lock and make no system call. Thread safety: acquire/reclaim/the counters from one thread at a
+// time (one pool per producer thread, or under the caller's lock); a pooled_signal may be
+// released (destroyed) on ANY thread concurrently — released signals go onto a lock-free stack
+// that the acquiring thread takes over whole, so there is no ABA.
 #pragma once
 
 #include <aqueduct/abi/amd_signal.hpp>
@@ -18,6 +20,7 @@
 #include <aqueduct/sync/signal.hpp>
 #include <aqueduct/sync/wait.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -71,8 +74,9 @@ class signal_pool {
   explicit signal_pool(std::span<abi::amd_signal> storage, bool initialize = true)
       : storage_(storage),
         free_(std::make_unique<std::uint32_t[]>(storage.size())),
-        retiring_(std::make_unique<std::uint32_t[]>(storage.size())) {
-    AQUEDUCT_ASSERT(storage.size() < (1ull << 32), "signal_pool: too many signals");
+        pending_(std::make_unique<std::uint32_t[]>(storage.size())),
+        next_(std::make_unique<std::uint32_t[]>(storage.size())) {
+    AQUEDUCT_ASSERT(storage.size() < (1ull << 32) - 1, "signal_pool: too many signals");
     for (std::size_t i = 0; i < storage.size(); ++i) {
       if (initialize) signal_ref::initialize(storage[i], 0);
       AQUEDUCT_ASSERT(signal_ref(&storage[i]).load(std::memory_order_relaxed) == 0, "signal_pool: signal not free");
@@ -81,7 +85,9 @@ class signal_pool {
   }
   signal_pool(const signal_pool&) = delete;
   signal_pool& operator=(const signal_pool&) = delete;
-  ~signal_pool() { AQUEDUCT_ASSERT(outstanding_ == 0, "signal_pool destroyed while signals are handed out"); }
+  ~signal_pool() {
+    AQUEDUCT_ASSERT(outstanding_.load(std::memory_order_acquire) == 0, "signal_pool destroyed while signals are handed out");
+  }
 
   // A signal whose value is `initial_value` (release store). When no signal is free, retiring
   // ones are polled until one completes or `timeout` passes (then errc::out_of_resources).
@@ -95,7 +101,7 @@ class signal_pool {
       if (free_count_ == 0) return exhausted();
     }
     const std::uint32_t i = free_[--free_count_];
-    ++outstanding_;
+    outstanding_.fetch_add(1, std::memory_order_relaxed);
     signal_ref(&storage_[i]).store(initial_value, std::memory_order_release);
     return pooled_signal(this, i);
   }
@@ -103,15 +109,19 @@ class signal_pool {
     return try_acquire(initial_value, timeout).value();
   }
 
-  // Move every retiring signal whose value is 0 to the free list; returns how many moved.
+  // Take over everything released so far, then move every retiring signal whose value is 0 to
+  // the free list; returns how many moved.
   std::size_t reclaim() noexcept {
+    // acquire: synchronizes with every release-push of the stack (an unbroken chain of RMWs).
+    for (std::uint32_t h = released_.exchange(0, std::memory_order_acquire); h != 0; h = next_[h - 1])
+      pending_[pending_count_++] = h - 1;
     std::size_t moved = 0;
-    for (std::size_t k = 0; k < retiring_count_;) {
-      const std::uint32_t i = retiring_[k];
+    for (std::size_t k = 0; k < pending_count_;) {
+      const std::uint32_t i = pending_[k];
       // acquire: the processor's last write to memory the signal guarded happens-before reuse.
       if (signal_ref(&storage_[i]).load(std::memory_order_acquire) == 0) {
         free_[free_count_++] = i;
-        retiring_[k] = retiring_[--retiring_count_];
+        pending_[k] = pending_[--pending_count_];
         ++moved;
       } else {
         ++k;
@@ -122,32 +132,46 @@ class signal_pool {
 
   [[nodiscard]] std::size_t capacity() const noexcept { return storage_.size(); }
   [[nodiscard]] std::size_t free_count() const noexcept { return free_count_; }
-  [[nodiscard]] std::size_t retiring_count() const noexcept { return retiring_count_; }
-  [[nodiscard]] std::size_t outstanding() const noexcept { return outstanding_; }
+  // Released but not yet recycled (their work may still run).
+  [[nodiscard]] std::size_t retiring_count() const noexcept {
+    std::size_t n = pending_count_;
+    for (std::uint32_t h = released_.load(std::memory_order_acquire); h != 0; h = next_[h - 1]) ++n;
+    return n;
+  }
+  // Handed out and not yet released.
+  [[nodiscard]] std::size_t outstanding() const noexcept { return outstanding_.load(std::memory_order_acquire); }
 
  private:
   friend class pooled_signal;
+  // Any thread: push onto the released stack (Treiber push; the only pop is reclaim's exchange).
   void retire(std::uint32_t i) noexcept {
-    AQUEDUCT_ASSERT(outstanding_ > 0, "signal_pool: retire without acquire");
-    --outstanding_;
-    retiring_[retiring_count_++] = i;
+    std::uint32_t h = released_.load(std::memory_order_relaxed);
+    do {
+      next_[i] = h;
+    } while (!released_.compare_exchange_weak(h, i + 1, std::memory_order_release, std::memory_order_relaxed));
+    const auto before = outstanding_.fetch_sub(1, std::memory_order_release);
+    AQUEDUCT_ASSERT(before > 0, "signal_pool: retire without acquire");
+    (void)before;
   }
   failure exhausted() const {
-    std::string d = "all " + std::to_string(storage_.size()) + " signals are in use (" + std::to_string(outstanding_) +
-                    " held, " + std::to_string(retiring_count_) + " released but not completed)";
-    if (retiring_count_ > 0) {
+    const std::size_t retiring = retiring_count();
+    std::string d = "all " + std::to_string(storage_.size()) + " signals are in use (" + std::to_string(outstanding()) +
+                    " held, " + std::to_string(retiring) + " released but not completed)";
+    if (pending_count_ > 0) {
       d += "; e.g. ";
-      signal_ref(&storage_[retiring_[0]]).describe(d);
+      signal_ref(&storage_[pending_[0]]).describe(d);
     }
     return failure(errc::out_of_resources, std::move(d));
   }
 
   std::span<abi::amd_signal> storage_;
-  std::unique_ptr<std::uint32_t[]> free_;
-  std::unique_ptr<std::uint32_t[]> retiring_;
+  std::unique_ptr<std::uint32_t[]> free_;     // acquiring thread only
+  std::unique_ptr<std::uint32_t[]> pending_;  // acquiring thread only: released, not completed
+  std::unique_ptr<std::uint32_t[]> next_;     // links of the released stack
   std::size_t free_count_ = 0;
-  std::size_t retiring_count_ = 0;
-  std::size_t outstanding_ = 0;
+  std::size_t pending_count_ = 0;
+  std::atomic<std::uint32_t> released_{0};  // top of the released stack: index + 1, 0 = empty
+  std::atomic<std::size_t> outstanding_{0};
 };
 
 inline signal_ref pooled_signal::ref() const noexcept {
