@@ -81,7 +81,8 @@ struct aql_processor_options {
   std::chrono::microseconds idle_poll{2000};         // re-check the ring without a doorbell
   std::chrono::microseconds adversarial_recheck{300};  // pause before re-reading a body
   // Called for every packet before it runs (e.g. a sequence number in reserved2 or kernarg);
-  // false stops the queue with sequence_check_failed. Runs on the processor thread.
+  // false stops the queue with sequence_check_failed. Runs on the processor thread, once per
+  // packet (a stalled barrier packet is not re-checked).
   std::function<bool(std::uint64_t packet_index, const abi::aql_slot&)> sequence_check;
 };
 
@@ -248,10 +249,11 @@ class aql_processor {
           continue;
         }
       }
-      if (opt_.sequence_check && !opt_.sequence_check(launch_, snap)) {
+      if (opt_.sequence_check && checked_ != launch_ + 1 && !opt_.sequence_check(launch_, snap)) {
         fail(aql_fault::sequence_check_failed, launch_, snap, 0, "");
         continue;
       }
+      checked_ = launch_ + 1;  // a packet that stalls (barrier) is checked once
       if (h.reserved != 0 || h.acquire_scope == 3 || h.release_scope == 3) {
         fail(aql_fault::reserved_header_bits, launch_, snap, 0, "");
         continue;
@@ -627,6 +629,7 @@ class aql_processor {
   std::uint64_t* rptr_ = nullptr;
   std::uint64_t launch_ = 0;                          // processor thread only
   bool dead_ = false;                                 // processor thread only
+  std::uint64_t checked_ = 0;                         // launch_ + 1 once sequence-checked
   std::deque<std::unique_ptr<inflight>> inflight_;    // processor thread only
   std::atomic<std::uint64_t> retired_{0};
   std::atomic<std::uint64_t> doorbell_{0};
