@@ -15,12 +15,7 @@
 #include <aqueduct/kfd/topology.hpp>
 
 #include <aqueduct/arch/processors.hpp>
-#if __has_include(<aqueduct/emu/device.hpp>)  // until emu::device lands (then: unconditional)
-#  include <aqueduct/emu/device.hpp>
-#  define AQUEDUCT_INFO_HAS_EMU 1
-#else
-#  define AQUEDUCT_INFO_HAS_EMU 0
-#endif
+#include <aqueduct/emu/device.hpp>
 
 #include <cstdio>
 #include <cstring>
@@ -184,10 +179,6 @@ int main(int argc, char** argv) {
   }
   if (sysfs) return print_topology_only(*sysfs);
   if (emulate) {
-#if !AQUEDUCT_INFO_HAS_EMU
-    std::fprintf(stderr, "aqueduct-info: this build has no emulated device yet\n");
-    return exit_error;
-#else
     auto cfg = aq::emu::machine_config::try_parse(*emulate);
     if (!cfg) {
       std::fprintf(stderr, "aqueduct-info: --emulate %s: %s\n", emulate->c_str(), cfg.get_failure().describe().c_str());
@@ -199,7 +190,6 @@ int main(int argc, char** argv) {
       return exit_error;
     }
     return print_device(std::move(*dev), "emulated device");
-#endif
   }
   auto dev = kfd::linux_device::try_open();
   if (dev && kfd::has_render_node_enumeration) {
