@@ -1,0 +1,34 @@
+// aqueduct/runtime.hpp — the runtime facade: system (real KFD or the emulator), agents, typed
+// buffers, kernels and executables, AQL queues, signals. See docs/runtime.md.
+//
+// Layer: runtime. The facade's main types are also named directly in namespace aqueduct
+// (aqueduct::system, aqueduct::agent, aqueduct::buffer ...); `runtime::queue` is not, because
+// aqueduct::queue is the queue layer's namespace (use `auto q = gpu.make_queue()`).
+#pragma once
+
+#include <aqueduct/runtime/agent.hpp>
+#include <aqueduct/runtime/any_device.hpp>
+#include <aqueduct/runtime/emulation.hpp>
+#include <aqueduct/runtime/kernel.hpp>
+#include <aqueduct/runtime/memory.hpp>
+#include <aqueduct/runtime/queue.hpp>
+#include <aqueduct/runtime/signal.hpp>
+#include <aqueduct/runtime/system.hpp>
+
+namespace aqueduct {
+using runtime::agent;
+using runtime::block;
+using runtime::buffer;
+using runtime::dispatch_options;
+using runtime::executable;
+using runtime::grid;
+using runtime::host_code_object;
+using runtime::host_kernel;
+using runtime::host_workgroup;
+using runtime::kernel;
+using runtime::memory_kind;
+using runtime::open_options;
+using runtime::queue_options;
+using runtime::signal;
+using runtime::system;
+}  // namespace aqueduct

@@ -1,0 +1,203 @@
+// aqueduct/runtime/agent.hpp — `agent`: one GPU of a system, with its properties, typed memory,
+// code loading, queues and signals.
+//
+// Layer: runtime. An agent is a cheap handle (a pointer into the system's state). Properties
+// come from the KFD topology node (sysfs, real or written by the emulator). Queues are created
+// typed by the agent's family: `try_make_queue` visits it once (arch::visit_family) and
+// everything after is fixed for the queue's lifetime. Code: `try_load` of a gfx code object
+// (code::code_object, placed by code::try_load into code memory) or of a host code object
+// (emulated device only: host functions, runtime/kernel.hpp).
+// Thread safety: every member may be called from any thread. Resources it makes must be
+// destroyed before the system.
+#pragma once
+
+#include <aqueduct/abi/amd_queue.hpp>
+#include <aqueduct/abi/amd_signal.hpp>
+#include <aqueduct/arch/family.hpp>
+#include <aqueduct/arch/target.hpp>
+#include <aqueduct/code/elf.hpp>
+#include <aqueduct/code/loader.hpp>
+#include <aqueduct/core/result.hpp>
+#include <aqueduct/kfd/memory.hpp>
+#include <aqueduct/kfd/queue_resources.hpp>
+#include <aqueduct/kfd/topology.hpp>
+#include <aqueduct/runtime/detail/state.hpp>
+#include <aqueduct/runtime/kernel.hpp>
+#include <aqueduct/runtime/memory.hpp>
+#include <aqueduct/runtime/queue.hpp>
+#include <aqueduct/runtime/signal.hpp>
+#include <aqueduct/sync/signal.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+
+namespace aqueduct::runtime {
+
+class agent {
+ public:
+  agent() = default;
+  explicit agent(detail::agent_state& s) noexcept : s_(&s) {}
+
+  // ---- properties ----------------------------------------------------------------------------
+  [[nodiscard]] const kfd::node& node() const noexcept { return *s_->node; }
+  [[nodiscard]] std::uint32_t gpu_id() const noexcept { return s_->node->gpu_id; }
+  [[nodiscard]] const std::string& name() const noexcept { return s_->node->name; }  // ASIC name
+  [[nodiscard]] std::string gfx_name() const { return s_->node->gfx_name(); }          // "gfx942"
+  [[nodiscard]] std::uint32_t gfx_target_version() const noexcept { return s_->node->gfx_target_version(); }
+  [[nodiscard]] arch::family family() const noexcept { return s_->fam; }
+  [[nodiscard]] const std::string& target_name() const noexcept { return s_->target_name; }
+  [[nodiscard]] std::uint32_t compute_units() const noexcept { return s_->node->compute_units(); }
+  [[nodiscard]] std::uint32_t wave_size() const noexcept {
+    return static_cast<std::uint32_t>(s_->node->properties.wave_front_size);
+  }
+  [[nodiscard]] std::uint32_t num_xcc() const noexcept { return s_->node->num_xcc(); }
+  [[nodiscard]] std::uint64_t local_memory_bytes() const noexcept { return s_->node->local_memory_bytes(); }
+  [[nodiscard]] std::uint32_t max_engine_clock_mhz() const noexcept {
+    return static_cast<std::uint32_t>(s_->node->properties.max_engine_clk_fcompute);
+  }
+  [[nodiscard]] bool emulated() const noexcept { return s_->sys->emulator != nullptr; }
+
+  // ---- memory ----------------------------------------------------------------------------------
+  template <class T>
+  [[nodiscard]] result<buffer<T>> try_alloc(std::size_t count, memory_kind kind = memory_kind::host) const {
+    if (count == 0 || count > std::numeric_limits<std::uint64_t>::max() / sizeof(T))
+      return failure(errc::invalid_argument, "alloc: element count must be in [1, 2^64 / sizeof(T))");
+    AQUEDUCT_TRY(auto bo, kfd::buffer<detail::file_type>::try_allocate(s_->sys->ref(), *s_->node,
+                                                                        byte_count(count * sizeof(T)), to_memory_use(kind)));
+    return buffer<T>(std::move(bo), count, kind);
+  }
+  template <class T>
+  [[nodiscard]] buffer<T> alloc(std::size_t count, memory_kind kind = memory_kind::host) const {
+    return try_alloc<T>(count, kind).value();
+  }
+
+  // ---- code --------------------------------------------------------------------------------------
+  // A gfx code object (already selected for this agent, e.g. with code::fat_binary::try_select).
+  // Loading works on both devices; its kernels are runnable only on a real GPU (executable::try_kernel).
+  [[nodiscard]] result<executable> try_load(const code::code_object& co) const {
+    auto alloc = std::make_unique<detail::code_allocator>(s_->sys->ref(), *s_->node);
+    AQUEDUCT_TRY(auto exe, code::try_load(co, *alloc));
+    return executable(std::move(alloc), std::move(exe), emulated());
+  }
+  // The bytes of one ELF code object.
+  [[nodiscard]] result<executable> try_load(std::span<const std::byte> code_object_bytes) const {
+    AQUEDUCT_TRY(auto co, code::code_object::try_parse(code_object_bytes));
+    return try_load(co);
+  }
+  // An emulated code object as code/ describes it (descriptors you built, host kernels
+  // registered by name in this system's registry: see host_registry()).
+  [[nodiscard]] result<executable> try_load(const code::emulated_code_object& eco) const {
+    if (!emulated())
+      return failure(errc::not_supported, "emulated code objects (host kernels) run only on the emulated device; " +
+                                              gfx_name() + " here is a real GPU: load a gfx code object");
+    auto alloc = std::make_unique<detail::code_allocator>(s_->sys->ref(), *s_->node);
+    AQUEDUCT_TRY(auto exe, code::try_load(eco, *alloc));
+    return executable(std::move(alloc), std::move(exe), true);
+  }
+  // Host functions following host_kernel_abi: registers each and loads their descriptors.
+  [[nodiscard]] result<executable> try_load(const host_code_object& hco) const {
+    code::emulated_code_object eco;
+    for (const auto& k : hco.kernels) {
+      if (k.name.empty() || k.name.size() > emu::max_host_kernel_name)
+        return failure(errc::invalid_argument, "host kernel name '" + k.name + "' must be 1.." +
+                                                   std::to_string(emu::max_host_kernel_name) + " bytes");
+      code::emulated_kernel ek;
+      ek.name = k.name;
+      ek.host_kernel = k.name;
+      ek.descriptor = host_kernel_abi::descriptor(k.kernarg_size, k.group_segment_size);
+      eco.kernels.push_back(std::move(ek));
+    }
+    if (emulated())
+      for (const auto& k : hco.kernels) s_->sys->registry.add(k.name, k.fn);
+    return try_load(eco);
+  }
+  template <class Code>
+  [[nodiscard]] executable load(const Code& c) const {
+    return try_load(c).value();
+  }
+  // The host-kernel registry the emulated processors of this system use.
+  [[nodiscard]] emu::host_kernel_registry& host_registry() const noexcept { return s_->sys->registry; }
+
+  // ---- queues ------------------------------------------------------------------------------------
+  [[nodiscard]] result<queue> try_make_queue(const queue_options& o = {}) const {
+    if (o.slots < 16 || (o.slots & (o.slots - 1)) != 0 || o.slots > (1u << 20))
+      return failure(errc::invalid_argument, "queue_options::slots must be a power of two in [16, 2^20] (KFD's 1 KiB minimum ring)");
+    if (o.kernarg_bytes == 0 || o.kernarg_bytes % 64 != 0)
+      return failure(errc::invalid_argument, "queue_options::kernarg_bytes must be a positive multiple of 64");
+    struct traits {
+      arch::family fam;
+      std::string name;
+    };
+    // The one run-time branch on the architecture for this queue's lifetime (DESIGN.md §3).
+    AQUEDUCT_TRY(auto t, arch::visit_family(gfx_target_version(),
+                                            static_cast<std::uint32_t>(s_->node->properties.simd_arrays_per_engine),
+                                            [](auto target) -> traits {
+                                              using T = decltype(target);
+                                              static_assert(T::doorbell_bytes == 8,
+                                                            "AQL queues ring a 64-bit doorbell (SOC15, spec/kfd.md §3)");
+                                              return traits{T::fam, T::name()};
+                                            }));
+    namespace k = kfd;
+    auto st = std::make_unique<detail::queue_state>();
+    st->agent = s_;
+    st->opt = o;
+    st->fam = t.fam;
+    st->target_name = t.name;
+    AQUEDUCT_TRY(auto* doorbells, detail::try_doorbells(*s_));
+    k::queue_options ko;
+    ko.kind = k::queue_kind::aql;
+    ko.ring_size = byte_count(std::uint64_t{o.slots} * abi::aql_packet_size);
+    ko.priority = o.priority;
+    ko.rptr_offset = offsetof(abi::amd_queue, read_dispatch_id);
+    ko.wptr_offset = offsetof(abi::amd_queue, write_dispatch_id);
+    AQUEDUCT_TRY(st->res, k::queue_resources<detail::file_type>::try_create(s_->sys->ref(), *s_->node, *doorbells, ko));
+    const std::uint32_t slots = st->res.ring_size() / static_cast<std::uint32_t>(abi::aql_packet_size);
+    AQUEDUCT_TRY(st->kernargs, k::buffer<detail::file_type>::try_allocate(
+                                   s_->sys->ref(), *s_->node, byte_count(std::uint64_t{slots} * o.kernarg_bytes),
+                                   k::memory_use::host));
+    AQUEDUCT_TRY(st->event, s_->sys->try_make_event(*s_->node));
+    auto* page = static_cast<std::byte*>(st->res.pointers().host);
+    st->desc = reinterpret_cast<abi::amd_queue*>(page);
+    st->progress = reinterpret_cast<abi::amd_signal*>(page + queue::progress_signal_offset);
+    sync::signal_ref::initialize(*st->progress, queue::progress_start, st->event.mailbox_va().value, st->event.id());
+    // Every header INVALID and both indexes 0 before any processor looks at the ring.
+    st->aql.emplace(aqueduct::queue::aql_queue_memory{st->desc, st->res.ring().as<abi::aql_slot>(), slots},
+                    queue_doorbell{static_cast<std::uint64_t*>(st->res.doorbell()), nullptr}, true);
+    if (emulated()) {
+      AQUEDUCT_TRY(st->processor, s_->sys->link->try_attach_aql(st->res.queue_id(),
+                                                                reinterpret_cast<std::uintptr_t>(st->desc), t.fam));
+      st->aql->get_doorbell().watcher = st->processor;
+    }
+    return queue(std::move(st));
+  }
+  [[nodiscard]] queue make_queue(const queue_options& o = {}) const { return try_make_queue(o).value(); }
+
+  // ---- signals -----------------------------------------------------------------------------------
+  [[nodiscard]] result<signal> try_make_signal(std::int64_t initial) const {
+    AQUEDUCT_TRY(auto s, detail::try_acquire_signal(*s_, initial));
+    return signal(*s_, std::move(s));
+  }
+  [[nodiscard]] signal make_signal(std::int64_t initial) const { return try_make_signal(initial).value(); }
+
+  // "gfx942 (gfx94x) gpu_id 12345, 304 CUs, wave64, 8 XCCs, 192 GiB"
+  [[nodiscard]] std::string describe() const {
+    std::string s = gfx_name() + " (" + target_name() + ")";
+    if (!name().empty()) s += " '" + name() + "'";
+    s += " gpu_id " + std::to_string(gpu_id()) + ", " + std::to_string(compute_units()) + " CUs, wave" +
+         std::to_string(wave_size()) + ", " + std::to_string(num_xcc()) + " XCC, " +
+         std::to_string(local_memory_bytes() >> 20) + " MiB local memory";
+    return s;
+  }
+
+  [[nodiscard]] detail::agent_state& state() const noexcept { return *s_; }
+
+ private:
+  detail::agent_state* s_ = nullptr;
+};
+
+}  // namespace aqueduct::runtime

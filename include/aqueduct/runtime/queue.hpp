@@ -1,0 +1,320 @@
+// aqueduct/runtime/queue.hpp — `queue`: an AQL user-mode queue of one agent, created through the
+// kfd/ path on either device, with kernargs, waits and barriers.
+//
+// Layer: runtime. Made by agent::try_make_queue, which visits the agent's family once
+// (arch::visit_family) and then creates, exactly as on /dev/kfd: the ring, the pointer page that
+// holds the abi::amd_queue (CREATE_QUEUE's read/write pointers are its read_dispatch_id /
+// write_dispatch_id), EOP and CWSR areas (kfd::queue_resources), a kernarg area of one slot per
+// ring slot, and one KFD signal event. Every packet carries the queue's "progress" signal, so
+// each retirement writes the event mailbox and raises the event: waits spin for
+// wait_policy::spin_for on the read index, then block in AMDKFD_IOC_WAIT_EVENTS.
+// Dispatch path (queue::aql_queue, multi-producer): claim a slot (CAS bounded by the read index;
+// a full ring waits up to the caller's timeout, then errc::queue_full with the queue decoded) →
+// kernargs into the slot's kernarg area (slot i's kernargs are reused only when packet i has
+// retired) → packet body → header release-store → doorbell. No allocation, no system call, no
+// lock, no virtual call on the real device; on the emulator the doorbell additionally wakes the
+// emulated processor (runtime/emulation.hpp).
+// Destruction drains (bounded by queue_options::drain_timeout), then DESTROY_QUEUE, then frees.
+// Thread safety: dispatch/barrier/wait from any number of threads; destroy with no concurrent use.
+#pragma once
+
+#include <aqueduct/abi/amd_queue.hpp>
+#include <aqueduct/abi/amd_signal.hpp>
+#include <aqueduct/abi/aql.hpp>
+#include <aqueduct/core/result.hpp>
+#include <aqueduct/emu/aql_processor.hpp>
+#include <aqueduct/kfd/events.hpp>
+#include <aqueduct/kfd/memory.hpp>
+#include <aqueduct/kfd/queue_resources.hpp>
+#include <aqueduct/queue/aql_packets.hpp>
+#include <aqueduct/queue/aql_queue.hpp>
+#include <aqueduct/runtime/detail/state.hpp>
+#include <aqueduct/runtime/kernel.hpp>
+#include <aqueduct/runtime/memory.hpp>
+#include <aqueduct/runtime/signal.hpp>
+#include <aqueduct/sync/atomics.hpp>
+#include <aqueduct/sync/wait.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace aqueduct::runtime {
+
+struct queue_options {
+  std::uint32_t slots = 1024;          // ring size in packets: a power of two, >= 16
+  std::uint32_t kernarg_bytes = 256;   // kernarg space per slot (multiple of 64)
+  std::uint32_t priority = 7;          // 0..15
+  sync::wait_policy wait{};            // how waits on this queue wait
+  sync::nanoseconds drain_timeout = std::chrono::seconds(5);  // destructor's bounded drain
+};
+
+struct dispatch_options {
+  sync::nanoseconds timeout = sync::infinite;  // how long to wait for a free slot
+  bool barrier = false;                        // wait for every earlier packet to complete
+  aqueduct::queue::fences scopes = aqueduct::queue::fences::system();
+  std::uint32_t dynamic_lds_bytes = 0;
+  // An extra signal decremented at completion (0 = only the queue's own progress signal).
+  // The queue's progress signal is then not used for this packet's wake-up.
+  std::uint64_t completion_signal = 0;
+};
+
+// The doorbell of a runtime queue: the 64-bit word kfd/ located in the doorbell page; on the
+// emulator the processor is also told (it cannot observe an MMIO-like store).
+struct queue_doorbell {
+  std::uint64_t* word = nullptr;
+  emu::aql_processor* watcher = nullptr;
+  void ring(std::uint64_t last_index) noexcept {
+    sync::atomic_store(*word, last_index, std::memory_order_release);
+    if (watcher) watcher->ring_doorbell(last_index);
+  }
+};
+static_assert(aqueduct::queue::doorbell<queue_doorbell>);
+
+namespace detail {
+
+// A kernel argument's bytes: buffers become their GPU address, everything else is copied.
+template <class T>
+struct kernarg_value {
+  static_assert(std::is_trivially_copyable_v<T>, "kernel arguments must be trivially copyable");
+  using type = T;
+  static const T& get(const T& v) noexcept { return v; }
+};
+template <class T>
+struct kernarg_value<buffer<T>> {
+  using type = std::uint64_t;
+  static std::uint64_t get(const buffer<T>& b) noexcept { return b.address(); }
+};
+template <class T>
+struct kernarg_value<buffer_ref<T>> {
+  using type = std::uint64_t;
+  static std::uint64_t get(const buffer_ref<T>& b) noexcept { return b.address(); }
+};
+
+// Size of the arguments laid out like a C struct (each at its natural alignment, in order), as
+// the AMDGPU ABI lays out explicit kernel arguments.
+template <class... A>
+constexpr std::size_t kernarg_layout_size() noexcept {
+  std::size_t off = 0;
+  ((off = (off + alignof(typename kernarg_value<A>::type) - 1) / alignof(typename kernarg_value<A>::type) *
+              alignof(typename kernarg_value<A>::type) +
+          sizeof(typename kernarg_value<A>::type)),
+   ...);
+  return off;
+}
+template <class T>
+void put_kernarg(std::byte* dst, std::size_t& off, const T& v) noexcept {
+  using V = typename kernarg_value<T>::type;
+  off = (off + alignof(V) - 1) / alignof(V) * alignof(V);
+  const V& value = kernarg_value<T>::get(v);
+  std::memcpy(dst + off, &value, sizeof(V));
+  off += sizeof(V);
+}
+
+struct queue_state {
+  agent_state* agent = nullptr;
+  queue_options opt{};
+  arch::family fam = arch::family::gfx9;
+  std::string target_name;
+  kfd::queue_resources<file_type> res;
+  kfd::buffer<file_type> kernargs;
+  kfd::event<file_type> event;
+  abi::amd_queue* desc = nullptr;
+  abi::amd_signal* progress = nullptr;
+  std::optional<aqueduct::queue::aql_queue_mp<queue_doorbell>> aql;
+  emu::aql_processor* processor = nullptr;  // emulated device only
+};
+
+}  // namespace detail
+
+class queue {
+ public:
+  using aql_type = aqueduct::queue::aql_queue_mp<queue_doorbell>;
+  // Where the progress signal lives in the pointer page (after the 256-byte amd_queue).
+  static constexpr std::size_t progress_signal_offset = 512;
+  static constexpr std::int64_t progress_start = std::int64_t{1} << 62;
+
+  queue() = default;
+  explicit queue(std::unique_ptr<detail::queue_state> s) noexcept : s_(std::move(s)) {}
+  queue(queue&&) noexcept = default;
+  queue& operator=(queue&& o) noexcept {
+    if (this != &o) {
+      destroy();
+      s_ = std::move(o.s_);
+    }
+    return *this;
+  }
+  ~queue() { destroy(); }
+
+  // ---- dispatch ---------------------------------------------------------------------------------
+  // Kernel `k` over `g` work-items in workgroups of `b`, with `args` laid out as its kernargs.
+  // Returns the packet index (for try_wait).
+  template <class... Args>
+  result<std::uint64_t> try_dispatch(const kernel& k, grid g, block b, const Args&... args) {
+    return try_dispatch_with(dispatch_options{}, k, g, b, args...);
+  }
+  template <class... Args>
+  std::uint64_t dispatch(const kernel& k, grid g, block b, const Args&... args) {
+    return try_dispatch(k, g, b, args...).value();
+  }
+  template <class... Args>
+  result<std::uint64_t> try_dispatch_with(const dispatch_options& o, const kernel& k, grid g, block b,
+                                          const Args&... args) {
+    constexpr std::size_t bytes = detail::kernarg_layout_size<Args...>();
+    if (AQUEDUCT_UNLIKELY(bytes > s_->opt.kernarg_bytes || k.kernarg_size > s_->opt.kernarg_bytes))
+      return kernarg_too_large(k, bytes);
+    if (AQUEDUCT_UNLIKELY(k.kernarg_size != 0 && bytes > k.kernarg_size)) return kernarg_mismatch(k, bytes);
+    AQUEDUCT_TRY(auto r, s_->aql->try_reserve(1, o.timeout));
+    const std::uint64_t index = r.index(0);
+    std::byte* ka = kernarg_slot(index);
+    std::size_t off = 0;
+    (detail::put_kernarg(ka, off, args), ...);
+    r.write(0, packet_for(o, k, g, b, index));
+    r.publish();
+    return index;
+  }
+
+  // Barrier-AND: completes when every dependency (up to 5 signal handles) is 0. With `barrier`
+  // it also waits for every earlier packet of this queue.
+  result<std::uint64_t> try_barrier_and(std::span<const std::uint64_t> deps, bool barrier = true,
+                                        sync::nanoseconds timeout = sync::infinite) {
+    AQUEDUCT_ASSERT(deps.size() <= 5, "an AQL barrier packet holds at most 5 dependency signals");
+    aqueduct::queue::barrier_and p;
+    for (std::size_t i = 0; i < deps.size(); ++i) p.deps[i] = deps[i];
+    p.barrier = barrier;
+    p.completion_signal = progress_handle();
+    return s_->aql->try_submit(aqueduct::queue::make_packet(p), timeout);
+  }
+
+  // ---- waits --------------------------------------------------------------------------------------
+  // Until packet `index` has retired (its completion is visible to the host). errc::timeout with
+  // the queue decoded; on the emulator errc::queue_error / device_fault when the processor stopped.
+  [[nodiscard]] result<void> try_wait(std::uint64_t index, sync::nanoseconds timeout = sync::infinite) const {
+    return wait_until(index + 1, timeout);
+  }
+  void wait(std::uint64_t index, sync::nanoseconds timeout = sync::infinite) const {
+    try_wait(index, timeout).value();
+  }
+  // Until every packet reserved so far has retired.
+  [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const {
+    return wait_until(s_->aql->write_index(), timeout);
+  }
+  void finish(sync::nanoseconds timeout = sync::infinite) const { try_finish(timeout).value(); }
+
+  // ---- state ----------------------------------------------------------------------------------------
+  [[nodiscard]] std::uint32_t size() const noexcept { return s_->aql->size(); }
+  [[nodiscard]] std::uint64_t read_index() const noexcept { return s_->aql->read_index(); }
+  [[nodiscard]] std::uint64_t write_index() const noexcept { return s_->aql->write_index(); }
+  [[nodiscard]] std::uint32_t queue_id() const noexcept { return s_->res.queue_id(); }
+  [[nodiscard]] arch::family family() const noexcept { return s_->fam; }
+  [[nodiscard]] const std::string& target_name() const noexcept { return s_->target_name; }
+  [[nodiscard]] bool emulated() const noexcept { return s_->processor != nullptr; }
+  [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
+  // The AQL producer itself (raw packets: reserve/write/publish), and the emulated processor.
+  [[nodiscard]] aql_type& aql() noexcept { return *s_->aql; }
+  [[nodiscard]] emu::aql_processor* processor() const noexcept { return s_->processor; }
+  [[nodiscard]] std::uint64_t progress_handle() const noexcept { return reinterpret_cast<std::uintptr_t>(s_->progress); }
+  [[nodiscard]] const kfd::queue_resources<detail::file_type>& resources() const noexcept { return s_->res; }
+
+  // "AQL queue 3 on gfx942 (gfx94x): read_dispatch_id .. write_dispatch_id ..; packet ..."
+  void describe(std::string& out) const {
+    out += "queue " + std::to_string(queue_id()) + " (" + s_->target_name + "): ";
+    s_->aql->describe(out);
+    if (s_->processor && s_->processor->has_error()) {
+      if (auto e = s_->processor->error()) out += "; processor: " + e->detail;
+    }
+  }
+
+  // Drain (bounded), DESTROY_QUEUE (which stops an emulated processor), free everything.
+  void destroy() noexcept {
+    if (!s_) return;
+    if (s_->aql && !(s_->processor && s_->processor->has_error())) (void)try_finish(s_->opt.drain_timeout);
+    s_->aql.reset();
+    s_->res.reset();
+    s_->kernargs.reset();
+    s_->event.reset();
+    s_.reset();
+  }
+
+ private:
+  [[nodiscard]] std::byte* kernarg_slot(std::uint64_t index) const noexcept {
+    return static_cast<std::byte*>(s_->kernargs.host()) + (index & (s_->aql->size() - 1)) * s_->opt.kernarg_bytes;
+  }
+  [[nodiscard]] std::uint64_t kernarg_va(std::uint64_t index) const noexcept {
+    return s_->kernargs.va().value + (index & (s_->aql->size() - 1)) * s_->opt.kernarg_bytes;
+  }
+  [[nodiscard]] abi::kernel_dispatch_packet packet_for(const dispatch_options& o, const kernel& k, grid g, block b,
+                                                       std::uint64_t index) const noexcept {
+    aqueduct::queue::kernel_dispatch d;
+    d.kernel_object = k.object;
+    d.kernarg_address = gpu_va(kernarg_va(index));
+    d.grid = {g.x, g.y, g.z};
+    d.workgroup = {b.x, b.y, b.z};
+    d.segments = {k.group_segment_size + o.dynamic_lds_bytes, k.private_segment_size};
+    d.completion_signal = o.completion_signal ? o.completion_signal : progress_handle();
+    d.barrier = o.barrier;
+    d.scopes = o.scopes;
+    return aqueduct::queue::make_packet(d);
+  }
+
+  [[nodiscard]] result<void> wait_until(std::uint64_t end, sync::nanoseconds timeout) const {
+    auto done = [&] { return s_->aql->read_index() >= end; };
+    if (done()) return ok();
+    const auto start = sync::clock::now();
+    const auto deadline = sync::deadline_after(timeout);
+    const sync::wait_policy& pol = s_->opt.wait;
+    if (pol.kind != sync::wait_kind::block) {
+      const auto spin_until = pol.kind == sync::wait_kind::spin ? deadline : std::min(deadline, sync::deadline_after(pol.spin_for));
+      for (unsigned i = 0;; ++i) {
+        if (done()) return ok();
+        if ((i & 63) == 63 && sync::clock::now() >= spin_until) break;
+        AQUEDUCT_CPU_RELAX();
+      }
+    }
+    detail::kfd_waiter w{s_->agent->sys->ref()};
+    bool can_block = true;
+    sync::backoff bo;
+    for (;;) {
+      if (done()) return ok();
+      if (s_->processor && s_->processor->has_error()) {
+        if (auto e = s_->processor->error()) return e->to_failure();
+      }
+      const auto now = sync::clock::now();
+      if (now >= deadline) return timed_out(end, now - start);
+      if (can_block) {
+        const auto slice = std::min<sync::nanoseconds>(deadline - now, pol.max_block);
+        if (w.wait(s_->event.id(), slice) == sync::event_status::failed) can_block = false;
+      } else {
+        bo.pause();
+      }
+    }
+  }
+
+  AQUEDUCT_NOINLINE failure timed_out(std::uint64_t end, sync::nanoseconds waited) const {
+    std::string d = "waited " + std::to_string(std::chrono::duration<double, std::milli>(waited).count()) +
+                    " ms for read_dispatch_id >= " + std::to_string(end) + " on ";
+    describe(d);
+    return failure(errc::timeout, std::move(d));
+  }
+  AQUEDUCT_NOINLINE failure kernarg_too_large(const kernel& k, std::size_t bytes) const {
+    return failure(errc::invalid_argument, "kernel '" + k.name + "': " + std::to_string(std::max<std::size_t>(bytes, k.kernarg_size)) +
+                                               " kernarg bytes do not fit the queue's " +
+                                               std::to_string(s_->opt.kernarg_bytes) + "-byte kernarg slots (queue_options::kernarg_bytes)");
+  }
+  AQUEDUCT_NOINLINE failure kernarg_mismatch(const kernel& k, std::size_t bytes) const {
+    return failure(errc::invalid_argument, "kernel '" + k.name + "' takes " + std::to_string(k.kernarg_size) +
+                                               " kernarg bytes, the arguments given lay out as " + std::to_string(bytes));
+  }
+
+  std::unique_ptr<detail::queue_state> s_;
+};
+
+}  // namespace aqueduct::runtime

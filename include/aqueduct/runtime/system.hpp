@@ -1,0 +1,160 @@
+// aqueduct/runtime/system.hpp — `system`: the entry point. The real KFD when /dev/kfd works,
+// else the emulated machine; its agents; clean shutdown.
+//
+// Layer: runtime. `system::open()` chooses the device once:
+//   1. open_options::device == emulated, or open_options::machine set → the emulator;
+//   2. else $AQUEDUCT_EMULATE: a machine ("mi300x", "mi300x,rx7900xtx", "2*rx7900xtx") → the
+//      emulator; "off" / "0" / "none" → the real device only;
+//   3. else /dev/kfd if it opens, its KFD is new enough and it has a GPU; otherwise the
+//      emulated `default_machine` (how_chosen() says why).
+// The device file is type-erased here, once (runtime/any_device.hpp); the KFD process context
+// (kfd::driver), memory, queues and events below are the same code for both. On the emulator an
+// emulator_link attaches an AQL processor to each AQL queue the runtime creates.
+// Shutdown: destroy queues, buffers, executables and signals first (queues drain, DESTROY_QUEUE
+// joins the emulated processor); the system then destroys the agents' doorbell pages, signal
+// memory and events, the event page, the emulator link and the device.
+// Thread safety: a system is moved/destroyed by one thread; agents() may be used from any.
+#pragma once
+
+#include <aqueduct/core/result.hpp>
+#include <aqueduct/emu/device.hpp>
+#include <aqueduct/emu/machine_config.hpp>
+#include <aqueduct/kfd/driver.hpp>
+#include <aqueduct/kfd/linux_device.hpp>
+#include <aqueduct/runtime/agent.hpp>
+#include <aqueduct/runtime/any_device.hpp>
+#include <aqueduct/runtime/detail/state.hpp>
+#include <aqueduct/runtime/emulation.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace aqueduct::runtime {
+
+enum class device_choice : std::uint8_t { automatic, real, emulated };
+
+// The machine emulated when nothing names one.
+inline constexpr std::string_view default_machine = "mi300x";
+// The environment variable that selects emulation (see the header comment).
+inline constexpr const char* emulate_env = "AQUEDUCT_EMULATE";
+
+struct open_options {
+  device_choice device = device_choice::automatic;
+  std::string machine;  // emulated machine; empty: $AQUEDUCT_EMULATE, else default_machine
+  emulation_options emulation{};
+  std::filesystem::path sysfs_root = kfd::default_sysfs_root();
+  std::filesystem::path kfd_path = kfd::default_kfd_path;
+};
+
+class system {
+ public:
+  system() = default;
+  system(system&&) noexcept = default;
+  system& operator=(system&&) noexcept = default;
+  ~system() = default;
+
+  [[nodiscard]] static result<system> try_open(const open_options& o = {}) {
+    std::string machine = o.machine;
+    std::string why;
+    device_choice choice = o.device;
+    if (choice == device_choice::automatic && !machine.empty()) choice = device_choice::emulated;
+    if (choice != device_choice::real && machine.empty()) {
+      if (const char* env = std::getenv(emulate_env); env && *env) {
+        const std::string_view v(env);
+        if (v == "off" || v == "0" || v == "none" || v == "no") {
+          if (choice == device_choice::automatic) choice = device_choice::real;
+        } else {
+          machine = v;
+          why = std::string(emulate_env) + "=" + machine;
+          if (choice == device_choice::automatic) choice = device_choice::emulated;
+        }
+      }
+    }
+    if (choice != device_choice::emulated) {
+      auto real = try_open_real(o);
+      if (real || choice == device_choice::real) return real;
+      why = "no usable /dev/kfd (" + std::string(real.detail()) + ")";
+    }
+    if (machine.empty()) machine = default_machine;
+    if (why.empty()) why = o.machine.empty() ? "emulation requested" : "open_options::machine";
+    AQUEDUCT_TRY(auto cfg, emu::machine_config::try_parse(machine));
+    return try_open_emulated(std::move(cfg), o.emulation, "emulated " + machine + ": " + why);
+  }
+  [[nodiscard]] static system open(const open_options& o = {}) { return try_open(o).value(); }
+
+  // The real device only.
+  [[nodiscard]] static result<system> try_open_real(const open_options& o = {}) {
+    AQUEDUCT_TRY(auto dev, kfd::linux_device::try_open(o.sysfs_root, o.kfd_path));
+    return try_adopt(std::move(dev), nullptr, {}, o.kfd_path.string());
+  }
+  // An emulated machine ("mi300x,rx7900xtx") or configuration.
+  [[nodiscard]] static result<system> try_open_emulated(std::string_view machine, emulation_options e = {}) {
+    AQUEDUCT_TRY(auto cfg, emu::machine_config::try_parse(machine));
+    return try_open_emulated(std::move(cfg), std::move(e), "emulated " + std::string(machine));
+  }
+  [[nodiscard]] static result<system> try_open_emulated(emu::machine_config cfg, emulation_options e = {},
+                                                        std::string why = "emulated machine") {
+    AQUEDUCT_TRY(auto dev, emu::device::try_create(std::move(cfg)));
+    return try_adopt(std::move(dev), nullptr, std::move(e), std::move(why));
+  }
+  // Any device file (a wrapper of either model, e.g. a counting one in tests). When it wraps an
+  // emulator that the system does not own, pass it as `emulator` (it must outlive the system).
+  template <kfd::device_file F>
+  [[nodiscard]] static result<system> try_adopt(F file, emu::device* emulator = nullptr, emulation_options e = {},
+                                                std::string why = {}) {
+    AQUEDUCT_TRY(auto drv, kfd::driver<any_device_file>::try_open(any_device_file(std::move(file))));
+    auto st = std::make_unique<detail::system_state>(std::move(drv));
+    if (!emulator) emulator = st->driver.file().template target<emu::device>();
+    st->emulator = emulator;
+    st->why = std::move(why);
+    if (emulator) st->link = std::make_unique<emulator_link>(*emulator, std::move(e), st->registry);
+    system s;
+    for (const kfd::node* n : st->driver.topo().gpu_nodes()) {
+      AQUEDUCT_TRY(auto tname, arch::visit_family(n->gfx_target_version(),
+                                                  static_cast<std::uint32_t>(n->properties.simd_arrays_per_engine),
+                                                  [](auto t) { return decltype(t)::name(); }));
+      AQUEDUCT_TRY_VOID(st->ref().try_acquire_vm(*n));
+      auto& a = st->agents.emplace_back();
+      a.sys = st.get();
+      a.node = n;
+      a.fam = *arch::family_of(n->gfx_target_version());
+      a.target_name = std::move(tname);
+    }
+    if (st->agents.empty())
+      return failure(errc::not_found, "the KFD topology at " + st->driver.topo().root.string() + " lists no GPU");
+    for (auto& a : st->agents) s.agents_.emplace_back(a);
+    s.s_ = std::move(st);
+    return s;
+  }
+
+  [[nodiscard]] bool emulated() const noexcept { return s_->emulator != nullptr; }
+  [[nodiscard]] std::span<const agent> agents() const noexcept { return agents_; }
+  [[nodiscard]] const agent& default_agent() const noexcept { return agents_.front(); }
+  // How the device was chosen ("/dev/kfd", "emulated mi300x: AQUEDUCT_EMULATE=mi300x" ...).
+  [[nodiscard]] const std::string& how_chosen() const noexcept { return s_->why; }
+  [[nodiscard]] emu::device* emulator() const noexcept { return s_->emulator; }
+  [[nodiscard]] emulator_link* emulation() const noexcept { return s_->link.get(); }
+  [[nodiscard]] kfd::kfd_version kfd_version() const noexcept { return s_->driver.version(); }
+  [[nodiscard]] kfd::driver_ref<any_device_file> driver() const noexcept { return s_->ref(); }
+  [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
+
+  [[nodiscard]] std::string describe() const {
+    std::string d = (emulated() ? "emulated KFD " : "KFD ") + std::to_string(kfd_version().major) + "." +
+                    std::to_string(kfd_version().minor) + " [" + how_chosen() + "], " + std::to_string(agents_.size()) +
+                    " agent(s)";
+    for (std::size_t i = 0; i < agents_.size(); ++i) d += "\n  agent " + std::to_string(i) + ": " + agents_[i].describe();
+    return d;
+  }
+
+ private:
+  std::vector<agent> agents_;  // handles into s_->agents
+  std::unique_ptr<detail::system_state> s_;
+};
+
+}  // namespace aqueduct::runtime
