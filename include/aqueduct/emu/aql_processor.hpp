@@ -531,7 +531,9 @@ class aql_processor {
         return;
       }
       if (e.signal != 0 && e.job && b_.amd_queue_va != 0 &&
-          abi::amd_queue_properties::enable_profiling::get(host<abi::amd_queue>(b_.amd_queue_va)->queue_properties))
+          abi::amd_queue_properties::enable_profiling::get(
+              std::atomic_ref<std::uint32_t>(host<abi::amd_queue>(b_.amd_queue_va)->queue_properties)
+                  .load(std::memory_order_relaxed)))
         std::atomic_ref<std::uint64_t>(host<abi::amd_signal>(e.signal)->end_ts).store(events_.timestamp(), std::memory_order_relaxed);
       // Release the slot: header INVALID (keep the upper half of dword 0), then the read index.
       abi::aql_slot& slot = ring_[e.index & (slots_ - 1)];
