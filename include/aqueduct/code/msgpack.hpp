@@ -17,7 +17,6 @@
 #include <cstring>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace aqueduct::code::msgpack {
@@ -31,16 +30,16 @@ struct value {
   std::int64_t i = 0;
   double f = 0;
   std::string_view s;  // str / bin / ext payload (views into the input)
-  std::vector<value> items;                    // array
-  std::vector<std::pair<value, value>> pairs;  // map
+  std::vector<value> items;  // array elements, or map keys
+  std::vector<value> values; // map values (values[i] belongs to items[i]); vector<incomplete> is fine since C++17
 
   [[nodiscard]] bool is_int() const noexcept { return kind == type::uint || (kind == type::sint && i >= 0); }
   [[nodiscard]] std::uint64_t as_uint() const noexcept { return kind == type::uint ? u : static_cast<std::uint64_t>(i); }
   // Map lookup by string key; nullptr if absent or not a map.
   [[nodiscard]] const value* get(std::string_view key) const noexcept {
     if (kind != type::map) return nullptr;
-    for (const auto& [k, v] : pairs)
-      if (k.kind == type::str && k.s == key) return &v;
+    for (std::size_t k = 0; k < items.size() && k < values.size(); ++k)
+      if (items[k].kind == type::str && items[k].s == key) return &values[k];
     return nullptr;
   }
 };
@@ -80,15 +79,14 @@ class parser {
       if (n > (r_.size() - pos_) / (is_map ? 2 : 1)) return bad("count " + std::to_string(n) + " exceeds the remaining bytes");
       value x;
       x.kind = is_map ? type::map : type::array;
-      if (is_map) x.pairs.reserve(static_cast<std::size_t>(n));
-      else x.items.reserve(static_cast<std::size_t>(n));
+      x.items.reserve(static_cast<std::size_t>(n));
+      if (is_map) x.values.reserve(static_cast<std::size_t>(n));
       for (std::uint64_t k = 0; k < n; ++k) {
         AQUEDUCT_TRY(auto a, parse(depth + 1));
+        x.items.push_back(std::move(a));
         if (is_map) {
           AQUEDUCT_TRY(auto b, parse(depth + 1));
-          x.pairs.emplace_back(std::move(a), std::move(b));
-        } else {
-          x.items.push_back(std::move(a));
+          x.values.push_back(std::move(b));
         }
       }
       return x;
