@@ -135,14 +135,15 @@ TEST_CASE("a waiter blocked on the event uses no CPU; a spinning one does (contr
     MESSAGE("blocked wait: wall " << wall << " ms, process CPU " << cpu << " ms");
   }
 
-  // Control: the same measurement catches a busy wait (lenient bound: the machine is shared).
+  // Control: the same measurement catches a busy wait. Lenient bound: on a shared, loaded
+  // machine a spinner may get only a fraction of a core, but far more than a blocked waiter.
   sig.store(1, std::memory_order_release);
   const double cpu0 = process_cpu_ms();
-  const auto r = sig.try_wait_eq(0, 100ms, events, s::wait_policy::spin());
+  const auto r = sig.try_wait_eq(0, 200ms, events, s::wait_policy::spin());
   const double cpu = process_cpu_ms() - cpu0;
   CHECK(r.error() == aqueduct::errc::timeout);
-  CHECK(cpu > 20.0);
-  MESSAGE("spinning wait: process CPU " << cpu << " ms over 100 ms");
+  CHECK(cpu > 10.0);
+  MESSAGE("spinning wait: process CPU " << cpu << " ms over 200 ms");
 }
 
 TEST_CASE("without an event, spin_then_block backs off with sleeps instead of spinning") {
