@@ -12,7 +12,7 @@ cmake --preset default
 case "$mode" in
   demo)
     cmake --build --preset default -j "$jobs"
-    ./build/bin/aqueduct-arch
+    ./build/bin/hello_dispatch
     ;;
   test)
     cmake --build --preset default -j "$jobs"

@@ -79,7 +79,8 @@ class system {
     if (choice != device_choice::emulated) {
       auto real = try_open_real(o);
       if (real || choice == device_choice::real) return real;
-      why = "no usable /dev/kfd (" + std::string(real.detail()) + ")";
+      const std::string_view d = real.detail();
+      why = "no usable /dev/kfd (" + std::string(d.substr(0, d.find(';'))) + ")";
     }
     if (machine.empty()) machine = default_machine;
     if (why.empty()) why = o.machine.empty() ? "emulation requested" : "open_options::machine";
