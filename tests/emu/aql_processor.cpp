@@ -6,9 +6,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
+#include <stdexcept>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -484,6 +487,94 @@ TEST_CASE("unknown host kernel and bad code entry are queue errors") {
   CHECK_FALSE(g.proc->wait_retired(1, 1s));
   REQUIRE(g.proc->error().has_value());
   CHECK(g.proc->error()->fault == emu::aql_fault::bad_kernel_descriptor);
+}
+
+TEST_CASE("inconsistent kernel descriptors are queue errors") {
+  namespace kcp = abi::kernel_code_properties;
+  namespace r2 = abi::compute_pgm_rsrc2;
+  struct bad_kd {
+    const char* what;
+    arch::family fam;
+    void (*mutate)(abi::kernel_descriptor&);
+  };
+  const bad_kd cases[] = {
+      {"wave32 on gfx9", arch::family::gfx9,
+       [](abi::kernel_descriptor& kd) { kd.kernel_code_properties |= kcp::enable_wavefront_size32::mask; }},
+      {"USER_SGPR_COUNT below the enabled SGPRs", arch::family::gfx11,
+       [](abi::kernel_descriptor& kd) { kd.compute_pgm_rsrc2 = r2::user_sgpr_count::set(kd.compute_pgm_rsrc2, 3); }},
+      {"reserved property bit 7", arch::family::gfx11,
+       [](abi::kernel_descriptor& kd) { kd.kernel_code_properties |= 0x80; }},
+      {"GRANULATED_LDS_SIZE set", arch::family::gfx11,
+       [](abi::kernel_descriptor& kd) { kd.compute_pgm_rsrc2 = r2::granulated_lds_size::set(kd.compute_pgm_rsrc2, 1); }},
+  };
+  for (const auto& c : cases) {
+    const std::string what = c.what;
+    CAPTURE(what);
+    queue_fixture f(c.fam);
+    f.registry.add("vadd", vadd_kernel);
+    std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+    vadd_setup v(f.vm);
+    auto kd = descriptor(vadd_props, 4, sizeof(vadd_args));
+    c.mutate(kd);
+    const auto ko = make_kernel_object(f.vm, kos, kd, "vadd");
+    f.submit(dispatch_1d(ko, va(v.args.get()), v.n, 64, 0));
+    CHECK_FALSE(f.proc->wait_retired(1, 1s));
+    REQUIRE(f.proc->error().has_value());
+    CHECK(f.proc->error()->fault == emu::aql_fault::bad_kernel_descriptor);
+    CHECK(v.mismatches() == static_cast<int>(v.n));  // nothing ran
+  }
+}
+
+TEST_CASE("a throwing host kernel stops the queue; later packets do not run") {
+  queue_fixture f;
+  std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+  std::vector<std::unique_ptr<abi::amd_signal[], aligned_deleter>> sigs;
+  f.registry.add("boom", [](emu::workgroup_context&) { throw std::runtime_error("kernel exploded"); });
+  f.registry.add("vadd", vadd_kernel);
+  vadd_setup v(f.vm);
+  abi::amd_signal* sig = make_signal(f.vm, sigs, 1);
+  const auto boom = make_kernel_object(f.vm, kos, descriptor(vadd_props, 4, 0), "boom");
+  const auto ok = make_kernel_object(f.vm, kos, descriptor(vadd_props, 4, sizeof(vadd_args)), "vadd");
+  f.submit(dispatch_1d(boom, 0, 256, 64, va(sig)));
+  f.submit(dispatch_1d(ok, va(v.args.get()), v.n, 64, 0, /*barrier=*/true));
+  CHECK_FALSE(f.proc->wait_retired(1, 2s));
+  REQUIRE(f.proc->error().has_value());
+  CHECK(f.proc->error()->fault == emu::aql_fault::host_kernel_exception);
+  CHECK(f.proc->error()->packet_index == 0);
+  CHECK(f.proc->error()->detail.find("kernel exploded") != std::string::npos);
+  CHECK(load(sig) == 1);  // a faulted dispatch never signals completion
+  CHECK(v.mismatches() == static_cast<int>(v.n));
+}
+
+TEST_CASE("workgroups spread over the worker pool") {
+  emu::aql_processor_options opt;
+  opt.workers = 3;
+  queue_fixture f(arch::family::gfx11, opt);
+  std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+  std::mutex mu;
+  std::vector<std::thread::id> seen;
+  f.registry.add("who", [&](emu::workgroup_context&) {
+    std::this_thread::sleep_for(5ms);
+    std::lock_guard l(mu);
+    seen.push_back(std::this_thread::get_id());
+  });
+  const auto ko = make_kernel_object(f.vm, kos, descriptor(vadd_props, 4, 0), "who");
+  f.submit(dispatch_1d(ko, 0, 24, 1, 0));  // 24 workgroups of one work-item
+  REQUIRE(f.proc->wait_retired(1, 5s));
+  std::lock_guard l(mu);
+  CHECK(seen.size() == 24);
+  std::sort(seen.begin(), seen.end());
+  const auto distinct = std::unique(seen.begin(), seen.end()) - seen.begin();
+  CHECK(distinct >= 2);
+  CHECK(std::find(seen.begin(), seen.begin() + distinct, std::this_thread::get_id()) == seen.begin() + distinct);
+}
+
+TEST_CASE("an idle processor uses little CPU") {
+  queue_fixture f;
+  const std::clock_t c0 = std::clock();
+  std::this_thread::sleep_for(500ms);
+  const double cpu_s = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+  CHECK(cpu_s < 0.05);  // process CPU time over 0.5 s of idling (3 threads)
 }
 
 TEST_CASE("wrong user-SGPR enable bits give a wrong answer: the kernel reads its args only via SGPRs") {
