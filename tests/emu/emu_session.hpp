@@ -107,6 +107,7 @@ struct session {
     REQUIRE(m);
     CHECK(reinterpret_cast<std::uint64_t>(m.addr) == b.va);
     REQUIRE(map(b, gpu_id) == 0);
+    CHECK(dev.is_mapped(gpu_id, b.va, slice));  // the kfd-fd mapping at va is the GPU's view too
     return b;
   }
 };

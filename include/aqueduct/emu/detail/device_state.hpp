@@ -676,7 +676,11 @@ struct device_state {
       if (fixed) vm.note_unmap(reinterpret_cast<std::uint64_t>(addr), len);
       void* r = backing->map_at(addr, len, boff, host_prot(prot), fixed);
       if (!r) return {nullptr, errno};
-      if (bo && reinterpret_cast<std::uint64_t>(r) == bo->va) bo->placed = true;  // GPU view restored
+      // A CPU mapping of a BO's own memory at its va (render node, or the doorbell slice on the kfd
+      // fd at the doorbell BO's va) is also the GPU's view of it again.
+      const auto at = reinterpret_cast<std::uint64_t>(r);
+      for (auto& [h, b] : vm.objects())
+        if (b.backing == backing && b.backing_offset == boff && b.va == at && b.mapped_size <= len) b.placed = true;
       return {r, 0};
     } catch (...) {
       return {nullptr, ENOMEM};
