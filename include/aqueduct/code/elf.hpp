@@ -293,14 +293,15 @@ class code_object {
         return detail::elf_bad(who + ": section index " + std::to_string(s.shndx) + " is not a section of this file");
       const auto& sec = elf_.sections()[s.shndx];
       std::uint64_t in_sec = relocatable() ? s.value : s.value - sec.addr;
-      if (sec.type == abi::sht_nobits || (!relocatable() && s.value < sec.addr) || !range_ok(in_sec, 64, sec.size))
+      const byte_span contents = elf_.data(sec);  // empty for SHT_NOBITS / SHT_NULL whatever sh_size says
+      if ((!relocatable() && s.value < sec.addr) || !range_ok(in_sec, 64, contents.size()))
         return detail::elf_bad(who + ": value " + hex(s.value) + " + 64 lies outside its section " + std::string(sec.name) + " [" +
                                hex(sec.addr) + ", +" + hex(sec.size) + ")");
       kernel_symbol k;
       k.kd_symbol = s.name;
       k.name = s.name.substr(0, s.name.size() - 3);
       k.kd_address = s.value;
-      k.descriptor = elf_.data(sec).subspan(static_cast<std::size_t>(in_sec), 64);
+      k.descriptor = contents.subspan(static_cast<std::size_t>(in_sec), 64);
       k.dynamic = s.dynamic;
       kernels_.push_back(k);
     }
