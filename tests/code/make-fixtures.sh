@@ -87,8 +87,11 @@ extern "C" int __hipPopCallConfiguration(dim3 *, dim3 *, unsigned long *, hipStr
 K
 
 CL=(-target amdgcn-amd-amdhsa -nogpulib -x cl -cl-std=CL2.0 -O2)
+# Compiles run in the background, at most JOBS at once (default: the number of CPUs).
+JOBS=${JOBS:-$(nproc)}
 pids=()
-co() { "$CLANG" "${CL[@]}" "$@" 2>/dev/null & pids+=($!); }
+throttle() { if ((${#pids[@]} >= JOBS)); then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi; }
+co() { "$CLANG" "${CL[@]}" "$@" 2>/dev/null & pids+=($!); throttle; }
 waitall() { for p in "${pids[@]}"; do wait "$p"; done; pids=(); }
 # processors (default features, v5)
 for cpu in gfx900 gfx902 gfx906 gfx908 gfx90a gfx942 gfx1010 gfx1012 gfx1030 gfx1031 gfx1100 gfx1101 gfx1102 gfx1103 gfx1151 gfx1200; do
@@ -115,16 +118,16 @@ co -mcpu=gfx1100 -c src/vadd.cl -o elf/vadd-gfx1100.o
 co -mcpu=gfx1100 src/reloc.cl -o elf/reloc-gfx1100.hsaco
 co -mcpu=gfx90a -fvisibility=default src/reloc.cl -o elf/reloc-abs64-gfx90a.hsaco
 "$CLANG" -target amdgcn-amd-amdhsa -mcpu=gfx1100 -nogpulib -O2 -x c src/cfill.c -o elf/cfill-hidden-gfx1100.hsaco &
-pids+=($!)
+pids+=($!); throttle
 waitall
 
 # HIP driver output (device-only bundles, CCOB) and host objects with .hip_fatbin
 HIP=(-x hip -nogpulib -nogpuinc --cuda-device-only -O2 -cuid=aqf)
-"$CLANG" "${HIP[@]}" --offload-arch=gfx1030 --offload-arch=gfx1100 src/kern.hip -o bundle/hip-gfx1030-gfx1100.hipfb & pids+=($!)
-"$CLANG" "${HIP[@]}" --offload-compress --offload-arch=gfx1030 --offload-arch=gfx1100 src/kern.hip -o ccob/hip-gfx1030-gfx1100.hipfb & pids+=($!)
-(cd src && "$CLANG" -x hip -nogpulib -nogpuinc -O2 -cuid=aqf -c --offload-arch=gfx1030 --offload-arch=gfx1100 kern-host.hip -o ../host/kern-host.o) & pids+=($!)
+"$CLANG" "${HIP[@]}" --offload-arch=gfx1030 --offload-arch=gfx1100 src/kern.hip -o bundle/hip-gfx1030-gfx1100.hipfb & pids+=($!); throttle
+"$CLANG" "${HIP[@]}" --offload-compress --offload-arch=gfx1030 --offload-arch=gfx1100 src/kern.hip -o ccob/hip-gfx1030-gfx1100.hipfb & pids+=($!); throttle
+(cd src && "$CLANG" -x hip -nogpulib -nogpuinc -O2 -cuid=aqf -c --offload-arch=gfx1030 --offload-arch=gfx1100 kern-host.hip -o ../host/kern-host.o) & pids+=($!); throttle
 (cd src && "$CLANG" -x hip -nogpulib -nogpuinc -O2 -cuid=aqf -c --offload-compress --offload-arch=gfx1030 --offload-arch=gfx1100 \
-  kern-host.hip -o ../host/kern-host-compressed.o) & pids+=($!)
+  kern-host.hip -o ../host/kern-host-compressed.o) & pids+=($!); throttle
 waitall
 "$OBJCOPY" --dump-section .hip_fatbin=host/kern-host.hip_fatbin host/kern-host.o
 
