@@ -1,6 +1,6 @@
 // Tests for kfd/memory.hpp that need no device: the sub-allocator and the flags per use
 // (flag bits from spec/kfd.md §5.2 / uapi kfd_ioctl.h, written out here as numbers).
-#include <aqueduct/kfd/memory.hpp>
+#include <aqueduct/kfd/suballocator.hpp>
 
 #include <doctest/doctest.h>
 

@@ -11,6 +11,7 @@
 #include <aqueduct/kfd/driver.hpp>
 #include <aqueduct/kfd/events.hpp>
 #include <aqueduct/kfd/memory.hpp>
+#include <aqueduct/kfd/suballocator.hpp>
 #include <aqueduct/kfd/queue_resources.hpp>
 
 #include <doctest/doctest.h>
@@ -341,4 +342,59 @@ TEST_CASE("the doorbell slice is mapped in the GPU VM" * doctest::may_fail()) {
   drv.try_acquire_vm(gpu).value();
   auto db = kfd::doorbell_pages<cdev>::try_map(drv.ref(), gpu).value();
   CHECK(dev.is_mapped(gpu.gpu_id, db.va().value, 8192));
+}
+
+TEST_CASE("two GPUs: ACQUIRE_VM for all, a buffer mapped to the peer, userptr memory, multi-GPU event page") {
+  auto dev = aq::emu::device::create(machine("2*rx7900xtx"));
+  cdev counted(dev);
+  auto counts = counted.shared_counts();
+  alignas(4096) static unsigned char host_mem[3 * 4096];
+  {
+    auto drv = kfd::driver<cdev>::open(counted);
+    auto gpus = drv.topo().gpu_nodes();
+    REQUIRE(gpus.size() == 2);
+    CHECK(gpus[0]->gpu_id != gpus[1]->gpu_id);
+    CHECK(gpus[0]->properties.drm_render_minor != gpus[1]->properties.drm_render_minor);
+    REQUIRE(drv.try_acquire_all().has_value());
+    CHECK(counts->render_nodes == 2);
+    const kfd::node& g0 = *gpus[0];
+    const kfd::node& g1 = *gpus[1];
+
+    auto b = kfd::buffer<cdev>::try_allocate(drv.ref(), g0, aq::byte_count(1 << 20), kfd::memory_use::host).value();
+    CHECK(dev.is_mapped(g0.gpu_id, b.va().value, 1 << 20));
+    CHECK_FALSE(dev.is_mapped(g1.gpu_id, b.va().value, 1 << 20));
+    REQUIRE(b.try_map_to(g1).has_value());
+    CHECK(dev.is_mapped(g1.gpu_id, b.va().value, 1 << 20));
+    CHECK(b.mapped_gpus().size() == 2);
+    CHECK(counts->gpu_maps == 2);
+
+    auto u = kfd::buffer<cdev>::try_register(drv.ref(), g1, host_mem, aq::byte_count(sizeof host_mem));
+    REQUIRE_MESSAGE(u.has_value(), u.detail());
+    CHECK(u->va().value == reinterpret_cast<std::uint64_t>(host_mem));
+    CHECK(u->host() == host_mem);
+    CHECK(dev.is_mapped(g1.gpu_id, u->va().value, sizeof host_mem));
+    const auto mapped_before = counts->mapped_bytes;
+    u->reset();
+    CHECK(counts->mapped_bytes == mapped_before);  // the caller's memory is never munmapped
+    host_mem[0] = 1;                               // and still usable
+
+    auto page = kfd::event_page<cdev>::try_create(drv.ref(), g0).value();
+    REQUIRE(page.try_map_to(g1).has_value());
+    CHECK(dev.is_mapped(g1.gpu_id, page.bo().va().value, 32768));
+    auto ev = kfd::event<cdev>::try_create_signal(drv.ref(), page).value();  // registers the page
+
+    kfd::doorbell_pages<cdev> db[2] = {kfd::doorbell_pages<cdev>::try_map(drv.ref(), g0).value(),
+                                        kfd::doorbell_pages<cdev>::try_map(drv.ref(), g1).value()};
+    auto q0 = kfd::queue_resources<cdev>::try_create(drv.ref(), g0, db[0], {}).value();
+    auto q1 = kfd::queue_resources<cdev>::try_create(drv.ref(), g1, db[1], {}).value();
+    // each queue's doorbell lies in its own GPU's slice
+    CHECK(static_cast<char*>(q0.doorbell()) - static_cast<char*>(db[0].host()) < 8192);
+    CHECK(static_cast<char*>(q1.doorbell()) - static_cast<char*>(db[1].host()) < 8192);
+    CHECK(((q1.doorbell_offset() >> 46) & 0xFFFF) == g1.gpu_id);
+  }
+  CHECK(counts->queues == 0);
+  CHECK(counts->gpu_maps == 2);  // the registered event page stays mapped on both GPUs (kernel's)
+  CHECK(counts->bos == 1);
+  CHECK(counts->mapped_bytes == 0);
+  CHECK(counts->render_nodes == 0);
 }

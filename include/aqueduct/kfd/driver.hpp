@@ -145,6 +145,11 @@ class driver_ref {
     s_->render_fds.emplace(gpu.gpu_id, fd);
     return ok();
   }
+  // ACQUIRE_VM for every GPU node of the topology.
+  [[nodiscard]] result<void> try_acquire_all() const {
+    for (const node* n : s_->topo.gpu_nodes()) AQUEDUCT_TRY_VOID(try_acquire_vm(*n));
+    return ok();
+  }
   // The render node fd of a GPU whose VM was acquired (BO CPU mappings use it), or -1.
   [[nodiscard]] int render_fd(std::uint32_t gpu_id) const {
     std::lock_guard lock(s_->mutex);

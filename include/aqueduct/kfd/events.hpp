@@ -37,6 +37,8 @@ class event_page {
     return p;
   }
   [[nodiscard]] const buffer<F>& bo() const noexcept { return bo_; }
+  // On a multi-GPU machine every GPU that signals events must see the page.
+  [[nodiscard]] result<void> try_map_to(const node& gpu) { return bo_.try_map_to(gpu); }
   // Whether the kernel has been given the page (on the first CREATE_EVENT).
   [[nodiscard]] bool registered() const noexcept { return registered_; }
   [[nodiscard]] std::uint64_t* slot(std::uint32_t index) const noexcept {

@@ -18,7 +18,6 @@
 #include <aqueduct/kfd/driver.hpp>
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +37,7 @@ enum class memory_use {
   cwsr,                // GTT, coherent, CPU-mapped: the context save area (header written by host)
   event_page,          // GTT, uncached + coherent: the 32 KiB signal event page (spec §5.3)
   doorbell,            // DOORBELL: the process doorbell slice, mmapped on the kfd fd (spec §3.2)
+  userptr,             // USERPTR: existing host memory registered for GPU access (buffer::try_register)
 };
 
 constexpr const char* to_string(memory_use u) noexcept {
@@ -51,6 +51,7 @@ constexpr const char* to_string(memory_use u) noexcept {
     case memory_use::cwsr: return "cwsr";
     case memory_use::event_page: return "event_page";
     case memory_use::doorbell: return "doorbell";
+    case memory_use::userptr: return "userptr";
   }
   return "?";
 }
@@ -76,12 +77,13 @@ constexpr std::uint32_t memory_flags(memory_use u) noexcept {
       return k::alloc_mem_flags_gtt | k::alloc_mem_flags_coherent | k::alloc_mem_flags_uncached | base;
     case memory_use::doorbell: return k::alloc_mem_flags_doorbell | k::alloc_mem_flags_writable |
                                       k::alloc_mem_flags_no_substitute;
+    case memory_use::userptr: return k::alloc_mem_flags_userptr | k::alloc_mem_flags_coherent | base;
   }
   return 0;
 }
-// Whether the host gets a CPU mapping of memory of this use.
+// Whether aqueduct makes a CPU mapping of memory of this use (userptr memory is the caller's).
 constexpr bool host_mapped(memory_use u) noexcept {
-  return u != memory_use::device && u != memory_use::eop;
+  return u != memory_use::device && u != memory_use::eop && u != memory_use::userptr;
 }
 
 // A non-owning view of GPU memory: what packets and queue descriptors need.
@@ -160,18 +162,58 @@ class buffer {
       b.host_ = m.addr;
     }
     // 4. GPU mapping
-    std::uint32_t ids[1] = {gpu.gpu_id};
-    k::map_memory_to_gpu_args map{};
-    map.handle = b.handle_;
-    map.device_ids_array_ptr = reinterpret_cast<std::uint64_t>(ids);
-    map.n_devices = 1;
-    AQUEDUCT_TRY_VOID(d.try_ioctl(k::amdkfd_ioc_map_memory_to_gpu, &map, b.context()));
-    if (map.n_success != 1)
-      return failure(errc::ioctl_failed, "AMDKFD_IOC_MAP_MEMORY_TO_GPU mapped " + std::to_string(map.n_success) +
-                                             " of 1 devices [" + b.context() + "]");
-    b.gpu_mapped_ = true;
+    AQUEDUCT_TRY_VOID(b.try_map_to(gpu));
     return b;
   }
+
+  // Registers existing, page-aligned host memory for GPU access (USERPTR; spec §5.2: the CPU
+  // address goes in mmap_offset). The GPU address equals the host address (as the emulator
+  // requires and SVM apertures allow). The memory stays the caller's; release only unmaps/frees
+  // the BO.
+  [[nodiscard]] static result<buffer> try_register(driver_ref<F> d, const node& gpu, void* host, byte_count size) {
+    namespace k = abi::kfd;
+    const auto addr = reinterpret_cast<std::uint64_t>(host);
+    AQUEDUCT_ASSERT(addr % page_size == 0 && size.value > 0, "userptr memory must be page aligned and non-empty");
+    buffer b;
+    b.d_ = d;
+    b.gpu_id_ = gpu.gpu_id;
+    b.use_ = memory_use::userptr;
+    b.size_ = align_up(size.value, page_size);
+    b.va_ = addr;
+    k::alloc_memory_of_gpu_args a{};
+    a.va_addr = addr;
+    a.size = b.size_;
+    a.mmap_offset = addr;
+    a.gpu_id = gpu.gpu_id;
+    a.flags = memory_flags(memory_use::userptr);
+    AQUEDUCT_TRY_VOID(d.try_ioctl(k::amdkfd_ioc_alloc_memory_of_gpu, &a, b.context()));
+    b.handle_ = a.handle;
+    b.allocated_ = true;
+    b.host_ = host;
+    AQUEDUCT_TRY_VOID(b.try_map_to(gpu));
+    return b;
+  }
+
+  // Maps the BO into one more GPU's VM (a peer GPU, or the GPU of a multi-GPU event page). The
+  // peer's VM must have been acquired. Unmapped from every GPU on release.
+  [[nodiscard]] result<void> try_map_to(const node& gpu) {
+    namespace k = abi::kfd;
+    for (auto id : mapped_gpus_)
+      if (id == gpu.gpu_id) return ok();
+    std::uint32_t ids[1] = {gpu.gpu_id};
+    k::map_memory_to_gpu_args map{};
+    map.handle = handle_;
+    map.device_ids_array_ptr = reinterpret_cast<std::uint64_t>(ids);
+    map.n_devices = 1;
+    AQUEDUCT_TRY_VOID(d_.try_ioctl(k::amdkfd_ioc_map_memory_to_gpu, &map, context() + " -> gpu_id " +
+                                                                             std::to_string(gpu.gpu_id)));
+    if (map.n_success != 1)
+      return failure(errc::ioctl_failed, "AMDKFD_IOC_MAP_MEMORY_TO_GPU mapped " + std::to_string(map.n_success) +
+                                             " of 1 devices [" + context() + "]");
+    mapped_gpus_.push_back(gpu.gpu_id);
+    return ok();
+  }
+  [[nodiscard]] const std::vector<std::uint32_t>& mapped_gpus() const noexcept { return mapped_gpus_; }
 
   [[nodiscard]] buffer_ref ref() const noexcept { return {gpu_va(va_), host_, byte_count(size_), gpu_id_, handle_}; }
   [[nodiscard]] gpu_va va() const noexcept { return gpu_va(va_); }
@@ -182,14 +224,15 @@ class buffer {
   // The offset of the CPU mapping (render node or kfd fd); 0 when not host-mapped.
   [[nodiscard]] std::uint64_t mmap_offset() const noexcept { return mmap_offset_; }
   [[nodiscard]] memory_use use() const noexcept { return use_; }
-  [[nodiscard]] explicit operator bool() const noexcept { return reserved_; }
+  [[nodiscard]] explicit operator bool() const noexcept { return reserved_ || allocated_; }
 
   // Gives the BO to the kernel for good: drops the CPU mapping and forgets the handle without
   // UNMAP/FREE. For the signal event page, which the kernel refuses to free (-EPERM, spec §5.2)
   // and releases itself when the KFD file is closed.
   void detach_to_kernel() noexcept {
     if (reserved_) (void)d_.file().munmap(reinterpret_cast<void*>(va_), size_);
-    reserved_ = allocated_ = gpu_mapped_ = false;
+    reserved_ = allocated_ = false;
+    mapped_gpus_.clear();
     host_ = nullptr;
   }
 
@@ -202,14 +245,16 @@ class buffer {
     auto keep = [&](result<void> r) {
       if (!r && first) first = std::move(r);
     };
-    if (gpu_mapped_) {
-      std::uint32_t ids[1] = {gpu_id_};
-      k::unmap_memory_from_gpu_args u{};
-      u.handle = handle_;
-      u.device_ids_array_ptr = reinterpret_cast<std::uint64_t>(ids);
-      u.n_devices = 1;
-      keep(d_.try_ioctl(k::amdkfd_ioc_unmap_memory_from_gpu, &u));
-      gpu_mapped_ = false;
+    if (!mapped_gpus_.empty()) {  // peers first, the owning GPU last (reverse of mapping)
+      for (auto it = mapped_gpus_.rbegin(); it != mapped_gpus_.rend(); ++it) {
+        std::uint32_t ids[1] = {*it};
+        k::unmap_memory_from_gpu_args u{};
+        u.handle = handle_;
+        u.device_ids_array_ptr = reinterpret_cast<std::uint64_t>(ids);
+        u.n_devices = 1;
+        keep(d_.try_ioctl(k::amdkfd_ioc_unmap_memory_from_gpu, &u));
+      }
+      mapped_gpus_.clear();
     }
     if (reserved_) {  // drops the CPU mapping and the VA reservation together
       if (int r = d_.file().munmap(reinterpret_cast<void*>(va_), size_); r != 0)
@@ -217,6 +262,7 @@ class buffer {
       reserved_ = false;
       host_ = nullptr;
     }
+    if (use_ == memory_use::userptr) host_ = nullptr;  // the caller's memory: never munmapped
     if (allocated_) {
       k::free_memory_of_gpu_args f{handle_};
       keep(d_.try_ioctl(k::amdkfd_ioc_free_memory_of_gpu, &f));
@@ -244,7 +290,7 @@ class buffer {
     std::swap(use_, o.use_);
     std::swap(reserved_, o.reserved_);
     std::swap(allocated_, o.allocated_);
-    std::swap(gpu_mapped_, o.gpu_mapped_);
+    std::swap(mapped_gpus_, o.mapped_gpus_);
   }
 
   driver_ref<F> d_{};
@@ -253,166 +299,8 @@ class buffer {
   std::uint64_t handle_ = 0, mmap_offset_ = 0;
   std::uint32_t gpu_id_ = 0;
   memory_use use_ = memory_use::device;
-  bool reserved_ = false, allocated_ = false, gpu_mapped_ = false;
+  bool reserved_ = false, allocated_ = false;
+  std::vector<std::uint32_t> mapped_gpus_;
 };
-
-// First-fit range allocator over [0, capacity) with coalescing frees. Offsets are aligned to
-// `align` (a power of two). Used to carve small allocations out of one 2 MiB block.
-class range_allocator {
- public:
-  explicit range_allocator(std::uint64_t capacity = 0) : capacity_(capacity) {
-    if (capacity) free_.emplace(0, capacity);
-  }
-  [[nodiscard]] std::optional<std::uint64_t> allocate(std::uint64_t size, std::uint64_t align) {
-    AQUEDUCT_ASSERT(size > 0 && is_pow2(align), "size > 0, power-of-two alignment");
-    for (auto it = free_.begin(); it != free_.end(); ++it) {
-      const std::uint64_t off = align_up(it->first, align);
-      const std::uint64_t end = it->first + it->second;
-      if (off + size > end) continue;
-      const std::uint64_t lo = it->first;
-      free_.erase(it);
-      if (off > lo) free_.emplace(lo, off - lo);
-      if (end > off + size) free_.emplace(off + size, end - (off + size));
-      used_ += size;
-      return off;
-    }
-    return std::nullopt;
-  }
-  void free(std::uint64_t off, std::uint64_t size) {
-    AQUEDUCT_ASSERT(off + size <= capacity_, "free outside the range");
-    auto next = free_.lower_bound(off);
-    AQUEDUCT_ASSERT(next == free_.end() || off + size <= next->first, "double free / overlap");
-    std::uint64_t lo = off, len = size;
-    if (next != free_.begin()) {
-      auto prev = std::prev(next);
-      AQUEDUCT_ASSERT(prev->first + prev->second <= off, "double free / overlap");
-      if (prev->first + prev->second == off) {
-        lo = prev->first;
-        len += prev->second;
-        free_.erase(prev);
-      }
-    }
-    if (next != free_.end() && next->first == off + size) {
-      len += next->second;
-      free_.erase(next);
-    }
-    free_.emplace(lo, len);
-    used_ -= size;
-  }
-  [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
-  [[nodiscard]] std::uint64_t used() const noexcept { return used_; }
-  [[nodiscard]] bool empty() const noexcept { return used_ == 0; }
-  [[nodiscard]] std::size_t fragments() const noexcept { return free_.size(); }
-
- private:
-  std::uint64_t capacity_ = 0, used_ = 0;
-  std::map<std::uint64_t, std::uint64_t> free_;  // offset -> length
-};
-
-template <device_file F>
-class vram_pool;
-
-// A piece of a pooled block; returns its range to the pool on destruction. Move-only.
-template <device_file F>
-class pooled_buffer {
- public:
-  pooled_buffer() = default;
-  pooled_buffer(pooled_buffer&& o) noexcept
-      : pool_(std::exchange(o.pool_, nullptr)), block_(o.block_), offset_(o.offset_), ref_(std::exchange(o.ref_, {})) {}
-  pooled_buffer& operator=(pooled_buffer&& o) noexcept {
-    if (this != &o) {
-      reset();
-      pool_ = std::exchange(o.pool_, nullptr);
-      block_ = o.block_;
-      offset_ = o.offset_;
-      ref_ = std::exchange(o.ref_, {});
-    }
-    return *this;
-  }
-  pooled_buffer(const pooled_buffer&) = delete;
-  pooled_buffer& operator=(const pooled_buffer&) = delete;
-  ~pooled_buffer() { reset(); }
-
-  [[nodiscard]] buffer_ref ref() const noexcept { return ref_; }
-  [[nodiscard]] gpu_va va() const noexcept { return ref_.va; }
-  [[nodiscard]] byte_count size() const noexcept { return ref_.size; }
-  [[nodiscard]] explicit operator bool() const noexcept { return pool_ != nullptr; }
-  void reset() noexcept;
-
- private:
-  friend class vram_pool<F>;
-  vram_pool<F>* pool_ = nullptr;
-  std::size_t block_ = 0;
-  std::uint64_t offset_ = 0;
-  buffer_ref ref_{};
-};
-
-// Sub-allocates allocations of at most `max_suballocation` bytes from blocks of `block_size`
-// (2 MiB: one huge page) of one memory use on one GPU. Blocks stay allocated until the pool is
-// destroyed. Every pooled_buffer must be destroyed before its pool (asserted).
-template <device_file F>
-class vram_pool {
- public:
-  static constexpr std::uint64_t block_size = huge_page_size;
-  static constexpr std::uint64_t max_suballocation = 256u << 10;  // bigger requests get their own BO
-  static constexpr std::uint64_t min_alignment = 256;             // MQD / ring base granularity
-
-  vram_pool(driver_ref<F> d, const node& gpu, memory_use use = memory_use::device) : d_(d), gpu_(&gpu), use_(use) {}
-  vram_pool(const vram_pool&) = delete;
-  vram_pool& operator=(const vram_pool&) = delete;
-  ~vram_pool() {
-    for ([[maybe_unused]] auto& b : blocks_) AQUEDUCT_ASSERT(b.ranges.empty(), "pooled_buffer outlived its vram_pool");
-  }
-
-  [[nodiscard]] result<pooled_buffer<F>> try_allocate(byte_count size, std::uint64_t align = min_alignment) {
-    AQUEDUCT_ASSERT(size.value > 0 && size.value <= max_suballocation, "size in (0, max_suballocation]");
-    const std::uint64_t sz = align_up(size.value, min_alignment);
-    align = align < min_alignment ? min_alignment : align;
-    for (std::size_t i = 0; i < blocks_.size(); ++i)
-      if (auto off = blocks_[i].ranges.allocate(sz, align)) return make(i, *off, sz);
-    AQUEDUCT_TRY(auto b, buffer<F>::try_allocate(d_, *gpu_, byte_count(block_size), use_));
-    blocks_.push_back(block{std::move(b), range_allocator(block_size)});
-    auto off = blocks_.back().ranges.allocate(sz, align);
-    AQUEDUCT_ASSERT(off.has_value(), "a fresh block fits any sub-allocation");
-    return make(blocks_.size() - 1, *off, sz);
-  }
-
-  [[nodiscard]] std::size_t block_count() const noexcept { return blocks_.size(); }
-  [[nodiscard]] std::uint64_t bytes_in_use() const noexcept {
-    std::uint64_t s = 0;
-    for (auto& b : blocks_) s += b.ranges.used();
-    return s;
-  }
-
- private:
-  friend class pooled_buffer<F>;
-  struct block {
-    buffer<F> bo;
-    range_allocator ranges;
-  };
-  pooled_buffer<F> make(std::size_t i, std::uint64_t off, std::uint64_t sz) {
-    pooled_buffer<F> p;
-    p.pool_ = this;
-    p.block_ = i;
-    p.offset_ = off;
-    const buffer_ref whole = blocks_[i].bo.ref();
-    p.ref_ = {whole.va + byte_count(off), whole.host ? static_cast<char*>(whole.host) + off : nullptr, byte_count(sz),
-              whole.gpu_id, whole.handle};
-    return p;
-  }
-  void give_back(std::size_t i, std::uint64_t off, std::uint64_t sz) { blocks_[i].ranges.free(off, sz); }
-
-  driver_ref<F> d_;
-  const node* gpu_;
-  memory_use use_;
-  std::vector<block> blocks_;
-};
-
-template <device_file F>
-void pooled_buffer<F>::reset() noexcept {
-  if (pool_) pool_->give_back(block_, offset_, ref_.size.value);
-  pool_ = nullptr;
-  ref_ = {};
-}
 
 }  // namespace aqueduct::kfd

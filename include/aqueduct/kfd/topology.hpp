@@ -330,10 +330,8 @@ result<std::vector<T>> read_sub(const std::filesystem::path& dir, bool numeric_o
 
 }  // namespace detail
 
-// Reads a whole topology tree (spec/kfd.md §6.1). Missing optional parts (caches, links,
-// system_properties) are empty; a missing generation_id, nodes/ or node properties file, or any
-// malformed line, is errc::topology_error.
-inline result<topology> try_read_topology(const std::filesystem::path& root) {
+namespace detail {
+inline result<topology> read_topology_once(const std::filesystem::path& root) {
   topology t;
   t.root = root;
   AQUEDUCT_TRY(t.generation_id, detail::read_number_file(root / "generation_id"));
@@ -364,6 +362,21 @@ inline result<topology> try_read_topology(const std::filesystem::path& root) {
     t.nodes.push_back(std::move(n));
   }
   return t;
+}
+}  // namespace detail
+
+// Reads a whole topology tree (spec/kfd.md §6.1). Missing optional parts (caches, links,
+// system_properties) are empty; a missing generation_id, nodes/ or node properties file, or any
+// malformed line, is errc::topology_error. Like libhsakmt, generation_id is read before
+// and after: if the kernel changed the topology meanwhile (hot-plug, partition switch) the read
+// is repeated, up to 3 times, then errc::topology_error.
+inline result<topology> try_read_topology(const std::filesystem::path& root) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    AQUEDUCT_TRY(topology t, detail::read_topology_once(root));
+    AQUEDUCT_TRY(std::uint64_t after, detail::read_number_file(root / "generation_id"));
+    if (after == t.generation_id) return t;
+  }
+  return failure(errc::topology_error, (root / "generation_id").string() + " kept changing while the topology was read");
 }
 
 inline topology read_topology(const std::filesystem::path& root) { return try_read_topology(root).value(); }
