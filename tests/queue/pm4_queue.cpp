@@ -1,0 +1,224 @@
+// queue/pm4_queue.hpp: ring arithmetic, publication and the dwords of each command, without a
+// command processor (the emulated one is tested in tests/emu/pm4_processor.cpp). Expected dwords
+// are spec/packets.md's (§1.1 headers, §2.1 tinygrad's dispatch, §2.2 signal/wait) and the KFD
+// rule "PM4 doorbell = write pointer in dwords" (spec/kfd.md §3.3).
+#include <aqueduct/abi/kernel_descriptor.hpp>
+#include <aqueduct/queue/pm4_queue.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace aq = aqueduct;
+namespace abi = aqueduct::abi;
+namespace arch = aqueduct::arch;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct counting_doorbell {
+  std::vector<std::uint64_t>* log = nullptr;
+  void ring(std::uint64_t v) noexcept { log->push_back(v); }
+};
+
+template <class Target>
+struct fixture {
+  std::vector<std::uint32_t> ring;
+  std::uint64_t wptr = 0, rptr = 0;
+  std::vector<std::uint64_t> doorbells;
+  aq::queue::pm4_queue<Target, counting_doorbell> q;
+  explicit fixture(std::uint32_t dwords = 1024)
+      : ring(dwords, 0xDEADBEEF), q({ring.data(), dwords, &wptr, &rptr}, counting_doorbell{&doorbells}) {}
+  void consume() { rptr = wptr; }  // a consumer that keeps up
+  std::vector<std::uint32_t> at(std::uint64_t from, std::size_t n) const {
+    std::vector<std::uint32_t> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = ring[(from + i) % ring.size()];
+    return v;
+  }
+};
+
+constexpr std::uint64_t sig_va = 0x7F0012345678ull & ~7ull;
+constexpr std::uint32_t lo(std::uint64_t v) { return static_cast<std::uint32_t>(v); }
+constexpr std::uint32_t hi(std::uint64_t v) { return static_cast<std::uint32_t>(v >> 32); }
+
+aq::queue::pm4_completion completion(std::uint64_t addr, std::uint64_t value, std::uint64_t mailbox = 0, std::uint32_t id = 0) {
+  aq::queue::pm4_completion c;
+  c.address = aq::gpu_va(addr);
+  c.value = value;
+  c.event_mailbox = aq::gpu_va(mailbox);
+  c.event_id = id;
+  return c;
+}
+
+abi::kernel_descriptor kd_kernarg_only(bool wave32, std::uint32_t rsrc1) {
+  abi::kernel_descriptor kd{};
+  kd.kernel_code_entry_byte_offset = 256;
+  kd.kernarg_size = 32;
+  kd.compute_pgm_rsrc1 = rsrc1;
+  kd.compute_pgm_rsrc2 = (2u << 1) | (1u << 7);  // USER_SGPR 2, TGID_X_EN
+  kd.kernel_code_properties = static_cast<std::uint16_t>((1u << 3) | (wave32 ? (1u << 10) : 0u));
+  return kd;
+}
+
+// Finds the SET_SH_REG packet starting at `reg` in [0, n) and returns its first value.
+std::uint32_t sh_value(const std::vector<std::uint32_t>& s, std::uint32_t reg, int* count = nullptr) {
+  int found = 0;
+  std::uint32_t v = 0;
+  for (std::size_t at = 0; at < s.size();) {
+    const std::uint32_t h = s[at], len = ((h >> 16) & 0x3FFF) + 2;
+    if (((h >> 8) & 0xFF) == 0x76 && (s[at + 1] & 0xFFFF) + 0x2C00 == reg) {
+      v = s[at + 2];
+      ++found;
+    }
+    at += len;
+  }
+  if (count) *count = found;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("signal and wait are tinygrad's gfx11 dwords; doorbell = write pointer in dwords") {
+  fixture<arch::gfx11_priv_target> f;
+  CHECK(f.q.signal(completion(sig_va, 0x1234)) == 8);
+  // spec §2.2 signal: RELEASE_MEM dw1 0x0070F514, dw2 0x20000000 (32-bit, no interrupt).
+  CHECK(f.at(0, 8) == std::vector<std::uint32_t>{0xC0064900, 0x0070F514, 0x20000000, lo(sig_va), hi(sig_va), 0x1234, 0, 0});
+  CHECK(f.wptr == 8);
+  CHECK(f.doorbells == std::vector<std::uint64_t>{8});
+  CHECK(f.q.wait(aq::gpu_va(sig_va), 9) == 15);
+  // spec §2.2 wait: WAIT_REG_MEM dw1 0x15 (memory, >=), ref, mask FFFFFFFF, poll 4.
+  CHECK(f.at(8, 7) == std::vector<std::uint32_t>{0xC0053C00, 0x15, lo(sig_va), hi(sig_va), 9, 0xFFFFFFFF, 4});
+  CHECK(f.doorbells == std::vector<std::uint64_t>{8, 15});
+  CHECK(f.ring[15] == 0xDEADBEEF);  // nothing beyond the write pointer
+}
+
+TEST_CASE("a completion with a KFD event adds the interrupt RELEASE_MEM (INT_SEL 2, ctxid = event id)") {
+  fixture<arch::gfx11_priv_target> f;
+  const std::uint64_t mailbox = 0x7F0000001000;
+  f.q.signal(completion(sig_va, 5, mailbox, 77));
+  const auto s = f.at(8, 8);
+  // dw2 0x22000000 = DATA_SEL 1 | INT_SEL 2 (spec §2.2 KFD timeline signal), data = id, ctxid = id.
+  CHECK(s == std::vector<std::uint32_t>{0xC0064900, 0x514, 0x22000000, lo(mailbox), hi(mailbox), 77, 0, 77});
+  CHECK(f.wptr == 16);
+}
+
+TEST_CASE("dispatch command: ACQUIRE_MEM, registers, DISPATCH_DIRECT, CS_PARTIAL_FLUSH, completion") {
+  SUBCASE("gfx11 PRIV target (gfx1100): PRIV forced on") {
+    fixture<arch::gfx11_priv_target> f;
+    const auto kd = kd_kernarg_only(true, 0x000C0084);
+    aq::queue::pm4::dispatch_params p;
+    p.kd = &kd;
+    p.kd_va = aq::gpu_va(0x10000);
+    p.grid = {20, 1, 1};
+    p.block = {64, 1, 1};
+    p.kernarg = aq::gpu_va(0x7F00AABB0000);
+    const std::uint64_t w = f.q.dispatch(p, completion(sig_va, 3));
+    const auto s = f.at(0, w);
+    // Row 1: ACQUIRE_MEM C0065800 with the pre-dispatch GCR 0x03F0 in dw7.
+    CHECK(s[0] == 0xC0065800);
+    CHECK(s[7] == 0x03F0);
+    CHECK(sh_value(s, 0x2E0C) == (0x10000 + 256) >> 8);  // PGM_LO = (kd_va + entry) >> 8
+    CHECK(sh_value(s, 0x2E12) == (0x000C0084 | (1u << 20)));  // PRIV set (spec/kfd.md §4)
+    CHECK(sh_value(s, 0x2E40) == 0xAABB0000u);              // USER_DATA_0 = kernarg lo
+    // DISPATCH_DIRECT C0031500 gx gy gz 0x8005, then EVENT_WRITE C0004600 0x407.
+    const auto dd = std::find(s.begin(), s.end(), 0xC0031500u);
+    REQUIRE(dd != s.end());
+    CHECK(std::vector<std::uint32_t>(dd, dd + 7) == std::vector<std::uint32_t>{0xC0031500, 20, 1, 1, 0x8005, 0xC0004600, 0x407});
+    // Completion last: RELEASE_MEM with the flush/write-back action 0x0070F514.
+    CHECK(std::vector<std::uint32_t>(s.end() - 8, s.end()) ==
+          std::vector<std::uint32_t>{0xC0064900, 0x0070F514, 0x20000000, lo(sig_va), hi(sig_va), 3, 0, 0});
+    CHECK(f.doorbells == std::vector<std::uint64_t>{w});
+  }
+  SUBCASE("gfx11 target (e.g. gfx1151): PRIV cleared even when the descriptor has it; no completion -> full barrier") {
+    fixture<arch::gfx11_target> f;
+    const auto kd = kd_kernarg_only(true, 0x000C0084 | (1u << 20));
+    aq::queue::pm4::dispatch_params p;
+    p.kd = &kd;
+    p.kd_va = aq::gpu_va(0x10000);
+    p.kernarg = aq::gpu_va(0x20000);
+    const std::uint64_t w = f.q.dispatch(p);
+    const auto s = f.at(0, w);
+    CHECK(sh_value(s, 0x2E12) == 0x000C0084);
+    // ACQUIRE_MEM with tinygrad's full barrier GCR 0xC3F1 closes the command (write-back after).
+    CHECK(std::vector<std::uint32_t>(s.end() - 8, s.end()) ==
+          std::vector<std::uint32_t>{0xC0065800, 0, 0xFFFFFFFF, 0xFFFFFF, 0, 0, 0xA, 0xC3F1});
+  }
+  SUBCASE("gfx94x target: 7-dword ACQUIRE_MEM (C0055800), RSRC3 at 0x2E2D, wave64 initiator 0x5") {
+    fixture<arch::gfx94x_target> f;
+    auto kd = kd_kernarg_only(false, 0x000C0084);
+    kd.compute_pgm_rsrc3 = 9;
+    aq::queue::pm4::dispatch_params p;
+    p.kd = &kd;
+    p.kd_va = aq::gpu_va(0x10000);
+    p.kernarg = aq::gpu_va(0x20000);
+    const std::uint64_t w = f.q.dispatch(p, completion(sig_va, 1));
+    const auto s = f.at(0, w);
+    CHECK(s[0] == 0xC0055800);
+    CHECK(sh_value(s, 0x2E2D) == 9);
+    CHECK(sh_value(s, 0x2E12) == 0x000C0084);
+    const auto dd = std::find(s.begin(), s.end(), 0xC0031500u);
+    REQUIRE(dd != s.end());
+    CHECK(dd[4] == 0x5);
+  }
+}
+
+TEST_CASE("commands straddle the ring's end: written modulo the ring, write pointer keeps counting") {
+  fixture<arch::gfx11_priv_target> f(256);
+  for (int i = 0; i < 36; ++i) {  // 36 waits x 7 dwords = 252
+    f.q.wait(aq::gpu_va(sig_va), 1);
+    f.consume();
+  }
+  CHECK(f.wptr == 252);
+  f.q.signal(completion(sig_va, 0xABCD));
+  CHECK(f.wptr == 260);
+  CHECK(f.doorbells.back() == 260);
+  CHECK(f.at(252, 8) == std::vector<std::uint32_t>{0xC0064900, 0x0070F514, 0x20000000, lo(sig_va), hi(sig_va), 0xABCD, 0, 0});
+  CHECK(f.ring[3] == 0);      // dw7 of the signal, wrapped to slot 3
+  CHECK(f.ring[4] == 1);      // slot 4 still holds the first wait's reference: nothing else was touched
+}
+
+TEST_CASE("a full ring is detected before writing: queue_full with the queue described") {
+  fixture<arch::gfx11_priv_target> f(256);
+  for (int i = 0; i < 36; ++i) f.q.wait(aq::gpu_va(sig_va), 1);  // 252 dwords, no consumer
+  const auto before = f.ring;
+  auto r = f.q.try_reserve(8, 2ms);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.get_failure() == aq::errc::queue_full);
+  const std::string text(r.get_failure().detail());
+  CHECK_MESSAGE(text.find("rptr 0, wptr 252") != std::string::npos, text);
+  CHECK_MESSAGE(text.find("packet at rptr: WAIT_REG_MEM") != std::string::npos, text);
+  CHECK(f.ring == before);
+  CHECK(f.wptr == 252);
+  f.rptr = 7;  // the CP consumed one wait: 12 dwords do not fit yet (252 + 12 - 7 > 256) ...
+  CHECK_FALSE(f.q.try_reserve(12).has_value());
+  f.rptr = 14;  // ... now they do
+  CHECK(f.q.try_reserve(12).has_value());
+}
+
+TEST_CASE("abandoned reservations are given back; unused dwords too; nothing is published") {
+  fixture<arch::gfx11_priv_target> f;
+  {
+    auto r = f.q.reserve(40);
+    r.wait(aq::gpu_va(sig_va), 1);
+    CHECK(r.used() == 7);
+  }  // dropped without commit
+  CHECK(f.wptr == 0);
+  CHECK(f.doorbells.empty());
+  {
+    auto r = f.q.reserve(40);
+    r.wait(aq::gpu_va(sig_va), 2);
+    CHECK(r.commit() == 7);  // 33 unused dwords given back
+  }
+  CHECK(f.wptr == 7);
+  CHECK(f.doorbells == std::vector<std::uint64_t>{7});
+  f.q.signal(completion(sig_va, 1));
+  CHECK(f.wptr == 15);
+  CHECK(f.ring[7] == 0xC0064900);  // the next command starts right after the committed one
+  std::string d;
+  f.q.describe(d);
+  CHECK_MESSAGE(d.find("gfx11+pm4-priv") != std::string::npos, d);
+}
