@@ -334,3 +334,19 @@ TEST_CASE("UPDATE_QUEUE and ioctl plumbing") {
   CHECK(f.s.dev.ioctl(k::io(0x00), &v) == -ENOTTY);
   CHECK(f.s.dev.ioctl(k::amdkfd_ioc_get_version, nullptr) == -EFAULT);
 }
+
+TEST_CASE("ioctl_minor knob: a KFD 1.11 kernel has no engine-id queues and no 1.13+ ioctls") {
+  const auto& e = table[1];
+  auto cfg = machine("rx7900xtx");
+  cfg.ioctl_minor = 11;
+  fixture f(e, cfg);
+  k::get_version_args v{};
+  REQUIRE(f.s.dev.ioctl(k::amdkfd_ioc_get_version, &v) == 0);
+  CHECK(v.minor_version == 11);
+  auto a = f.good(k::queue_type_sdma_by_eng_id);
+  CHECK(f.create(a) == -524);
+  k::runtime_enable_args r{};
+  CHECK(f.s.dev.ioctl(k::amdkfd_ioc_runtime_enable, &r) == -ENOTTY);  // COMMAND_END 0x24 in 1.11
+  a = f.good();
+  CHECK(f.s.dev.ioctl(k::amdkfd_ioc_create_queue_1_11, &a) == 0);
+}

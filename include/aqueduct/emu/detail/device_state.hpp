@@ -316,7 +316,7 @@ struct device_state {
     if (a.size == 0) return -EINVAL;
     auto* p = find_pdd(a.gpu_id);
     if (!p) return -EINVAL;
-    if (!p->acquired()) return -ENODEV;  // kfd_bind_process_to_device: no drm_priv
+    if (!p->acquired()) return -ENODEV;  // kfd_bind_process_to_device: no drm_priv (believed -ENODEV)
     const std::uint32_t domain = a.flags & k::alloc_mem_domain_mask;
     buffer_object b;
     b.mapped_size = align_up(a.size, page_size);
