@@ -126,7 +126,7 @@ foreach(rel IN LISTS headers)
   string(REPLACE "\r" "" content "${content}")
   # [using] needs brace tracking over the whole file; only files that mention it pay for that.
   set(track_scopes FALSE)
-  if(content MATCHES "using[ \t]+namespace")
+  if(content MATCHES "using[ \t\n]+namespace")
     set(track_scopes TRUE)
   endif()
   string(REPLACE "\n" ";" lines "${content}")
