@@ -172,6 +172,7 @@ class queue {
     if (AQUEDUCT_UNLIKELY(bytes > s_->opt.kernarg_bytes || k.kernarg_size > s_->opt.kernarg_bytes))
       return kernarg_too_large(k, bytes);
     if (AQUEDUCT_UNLIKELY(k.kernarg_size != 0 && bytes > k.kernarg_size)) return kernarg_mismatch(k, bytes);
+    if (AQUEDUCT_UNLIKELY(looks_full()) && o.timeout > sync::nanoseconds::zero()) wait_for_room(o.timeout);
     AQUEDUCT_TRY(auto r, s_->aql->try_reserve(1, o.timeout));
     const std::uint64_t index = r.index(0);
     std::byte* ka = kernarg_slot(index);
@@ -191,6 +192,7 @@ class queue {
     for (std::size_t i = 0; i < deps.size(); ++i) p.deps[i] = deps[i];
     p.barrier = barrier;
     p.completion_signal = progress_handle();
+    if (AQUEDUCT_UNLIKELY(looks_full()) && timeout > sync::nanoseconds::zero()) wait_for_room(timeout);
     return s_->aql->try_submit(aqueduct::queue::make_packet(p), timeout);
   }
 
@@ -263,6 +265,28 @@ class queue {
     d.barrier = o.barrier;
     d.scopes = o.scopes;
     return aqueduct::queue::make_packet(d);
+  }
+
+  [[nodiscard]] bool looks_full() const noexcept {
+    return s_->aql->write_index() - s_->aql->read_index() >= s_->aql->size();
+  }
+  // A full ring: wait (spin, then block on the queue's event: every retirement raises it) until
+  // a slot frees or `timeout` passes; the reservation that follows reports queue_full itself.
+  AQUEDUCT_NOINLINE void wait_for_room(sync::nanoseconds timeout) const {
+    const auto deadline = sync::deadline_after(timeout);
+    const auto spin_until = std::min(deadline, sync::deadline_after(s_->opt.wait.spin_for));
+    for (unsigned i = 0; looks_full(); ++i) {
+      if ((i & 63) == 63 && sync::clock::now() >= spin_until) break;
+      AQUEDUCT_CPU_RELAX();
+    }
+    detail::kfd_waiter w{s_->agent->sys->ref()};
+    while (looks_full()) {
+      if (s_->processor && s_->processor->has_error()) return;
+      const auto now = sync::clock::now();
+      if (now >= deadline) return;
+      const auto slice = std::min<sync::nanoseconds>(deadline - now, std::chrono::milliseconds(1));
+      if (w.wait(s_->event.id(), slice) == sync::event_status::failed) return;
+    }
   }
 
   [[nodiscard]] result<void> wait_until(std::uint64_t end, sync::nanoseconds timeout) const {

@@ -1,0 +1,54 @@
+// runtime: a real gfx942 code object (clang-19, built at build time) loads through code/ into
+// emulated code memory like any code object, and is refused at the dispatch gate with a clear
+// error: the emulator runs host kernels, not gfx ISA. If the gate is bypassed (a kernel made by
+// hand from the loaded descriptor), the emulated processor stops the queue with a decoded error
+// instead of running anything.
+#include <aqueduct/runtime.hpp>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace aq = aqueduct;
+namespace rt = aqueduct::runtime;
+
+TEST_CASE("gfx code object on the emulator: loaded, refused at the gate, and the processor refuses it too") {
+  const char* path = std::getenv("AQUEDUCT_RT_GFX_CO");
+  REQUIRE(path != nullptr);
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in.good());
+  std::vector<std::byte> bytes;
+  for (char ch; in.get(ch);) bytes.push_back(static_cast<std::byte>(ch));
+  REQUIRE(bytes.size() > 64);
+
+  auto sys = rt::system::open({.machine = "mi300x"});
+  const auto& gpu = sys.default_agent();
+  auto exe = gpu.try_load(std::span<const std::byte>(bytes));
+  INFO(std::string(exe.detail()));
+  REQUIRE(exe.has_value());
+  REQUIRE(exe->kernels().size() == 1);
+  CHECK(exe->kernels()[0].processor.find("gfx942") != std::string::npos);
+  auto k = exe->try_kernel("vadd");
+  REQUIRE_FALSE(k.has_value());
+  CHECK(k.error() == aq::errc::not_supported);
+  CHECK(std::string(k.detail()).find("gfx942") != std::string::npos);
+  CHECK(std::string(k.detail()).find("emulated device") != std::string::npos);
+
+  // Bypass the gate: the processor finds no emulated code at the descriptor's entry.
+  const auto& lk = exe->kernels()[0];
+  rt::kernel raw{lk.name, lk.kernel_object, static_cast<std::uint32_t>(lk.kernarg_segment_size),
+                 lk.group_segment_fixed_size, lk.private_segment_fixed_size, lk.code_kind};
+  auto a = gpu.alloc<float>(256);
+  auto q = gpu.make_queue({.slots = 16, .kernarg_bytes = 512});
+  auto idx = q.try_dispatch(raw, rt::grid{256}, rt::block{256}, a, a, a, 256u);
+  REQUIRE(idx.has_value());
+  auto w = q.try_wait(*idx, std::chrono::seconds(10));
+  REQUIRE_FALSE(w.has_value());
+  CHECK(w.error() == aq::errc::queue_error);
+  CHECK(std::string(w.detail()).find("no emulated code") != std::string::npos);
+  CHECK(std::string(w.detail()).find("kernel_dispatch") != std::string::npos);  // the packet, decoded
+}
