@@ -147,6 +147,9 @@ struct pm4_processor_options {
   std::chrono::microseconds idle_poll{2000};          // re-read the write pointer without a doorbell
   std::chrono::microseconds wait_poll{20};            // WAIT_REG_MEM re-poll
   std::uint64_t gpu_clock_hz = 100'000'000;           // GPU clock counter (tinygrad assumes 100 MHz, spec §2.2)
+  // TEST ONLY: the MEC sees COMPUTE_PGM_RSRC1.PRIV as this value in every dispatch, whatever the
+  // stream wrote — how a test gets the bit wrong through a typed encoder that cannot.
+  std::optional<bool> test_force_rsrc1_priv{};
 };
 
 struct pm4_preemption_stats {
@@ -648,7 +651,10 @@ class pm4_processor {
     st->fn = registry_.find(name);
     if (!st->fn) return bad(pm4_fault::unknown_host_kernel, "host kernel '" + std::string(name) + "'", pgm);
     // RSRC1.PRIV policy (spec/kfd.md §4).
-    const std::uint32_t rsrc1 = reg(0x2E12), rsrc2 = reg(0x2E13);
+    std::uint32_t rsrc1 = reg(0x2E12);
+    const std::uint32_t rsrc2 = reg(0x2E13);
+    if (opt_.test_force_rsrc1_priv)
+      rsrc1 = *opt_.test_force_rsrc1_priv ? (rsrc1 | arch::compute_pgm_rsrc1_priv::mask) : (rsrc1 & ~arch::compute_pgm_rsrc1_priv::mask);
     const bool priv = arch::compute_pgm_rsrc1_priv::get(rsrc1) != 0;
     const bool affected = arch::needs_pm4_priv(b_.gfx_target_version, b_.simd_arrays_per_engine);
     if (priv && !affected)

@@ -1,0 +1,367 @@
+// aqueduct/runtime/pm4_queue.hpp — `pm4_queue`: a PM4 compute queue (KFD queue_type 0) of one
+// agent, made with `make_queue(gpu, aq::pm4)`, with kernel dispatch, waits and, on the emulator,
+// preemption controls.
+//
+// Layer: runtime. Creation visits the agent's target once (arch::visit_family): a gfx1100/1101/
+// 1102 (and gfx1103 with two shader arrays) agent gets a queue::pm4_queue<arch::gfx11_priv_target>,
+// which sets COMPUTE_PGM_RSRC1.PRIV on every dispatch (spec/kfd.md §4, DESIGN.md requirement 7);
+// every other agent a queue whose type cannot set it. Resources are made exactly as on /dev/kfd
+// (kfd::queue_resources: ring, pointer page — rptr @0, wptr @64 — EOP and the CWSR area with its
+// headers, CREATE_QUEUE, doorbell), plus a slot area (per command: kernargs and the 64-byte
+// dispatch packet that host_kernel_abi's dispatch pointer names) and one KFD signal event.
+// A dispatch = ACQUIRE_MEM + registers + DISPATCH_DIRECT + CS_PARTIAL_FLUSH + RELEASE_MEM of the
+// command's sequence number (64-bit) into the queue's progress word + RELEASE_MEM interrupt to
+// the queue's event; waits spin on the progress word, then block on the event. PM4 dispatches
+// whole workgroups (grid rounded up, as tinygrad does): kernels bound-check against the grid
+// size in their dispatch packet or kernargs.
+// On the emulated device this type attaches an emu::pm4_processor to the queue itself (from
+// what the emulated KFD accepted: emu::pm4_binding_of) and stops it before DESTROY_QUEUE; the
+// doorbell also wakes it. A stopped processor's fault is returned by the waits (device_hang for
+// the GFX11 PRIV hang or an undersized CWSR area, queue_error, device_fault).
+// Thread safety: one thread submits; waits and queries from any thread.
+#pragma once
+
+#include <aqueduct/abi/aql.hpp>
+#include <aqueduct/arch/target.hpp>
+#include <aqueduct/core/result.hpp>
+#include <aqueduct/emu/pm4_host.hpp>
+#include <aqueduct/emu/pm4_processor.hpp>
+#include <aqueduct/kfd/queue_resources.hpp>
+#include <aqueduct/queue/pm4_queue.hpp>
+#include <aqueduct/runtime/agent.hpp>
+#include <aqueduct/runtime/detail/state.hpp>
+#include <aqueduct/runtime/kernel.hpp>
+#include <aqueduct/runtime/queue.hpp>
+#include <aqueduct/sync/atomics.hpp>
+#include <aqueduct/sync/wait.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace aqueduct::runtime {
+
+// `make_queue(gpu, pm4)`: the PM4 kind of queue (AQL queues come from agent::make_queue).
+struct pm4_t {
+  explicit constexpr pm4_t() = default;
+};
+inline constexpr pm4_t pm4{};
+
+struct pm4_queue_options {
+  std::uint32_t ring_bytes = 64 * 1024;  // power of two >= 1 KiB
+  std::uint32_t slots = 256;             // commands in flight (kernarg + dispatch-packet slots), power of two
+  std::uint32_t kernarg_bytes = 256;     // per slot, multiple of 64
+  std::uint32_t priority = 7;
+  sync::wait_policy wait{};
+  sync::nanoseconds drain_timeout = std::chrono::seconds(5);
+  emu::pm4_processor_options emulation{};  // emulated device: the MEC's knobs (preemption stress ...)
+};
+
+// A kernel plus its descriptor's host copy (PM4 writes the registers from it).
+struct pm4_kernel {
+  kernel k;
+  abi::kernel_descriptor descriptor{};
+};
+[[nodiscard]] inline result<pm4_kernel> try_pm4_kernel(const executable& exe, std::string_view name) {
+  AQUEDUCT_TRY(auto k, exe.try_kernel(name));
+  for (const auto& lk : exe.kernels())
+    if (lk.kernel_object == k.object) return pm4_kernel{std::move(k), lk.descriptor};
+  return failure(errc::not_found, "kernel '" + std::string(name) + "': no descriptor copy");
+}
+
+// The doorbell of a PM4 queue: 64-bit, write pointer in dwords; on the emulator it also wakes
+// the processor.
+struct pm4_doorbell {
+  std::uint64_t* word = nullptr;
+  emu::pm4_processor* watcher = nullptr;
+  void ring(std::uint64_t wptr_dwords) noexcept {
+    sync::atomic_store(*word, wptr_dwords, std::memory_order_release);
+    if (watcher) watcher->ring_doorbell(wptr_dwords);
+  }
+};
+
+namespace detail {
+template <class T>
+using pm4_q = aqueduct::queue::pm4_queue<T, pm4_doorbell>;
+using pm4_variant = std::variant<std::monostate, pm4_q<arch::gfx9_target>, pm4_q<arch::gfx90a_target>,
+                                 pm4_q<arch::gfx94x_target>, pm4_q<arch::gfx10_1_target>, pm4_q<arch::gfx10_3_target>,
+                                 pm4_q<arch::gfx11_target>, pm4_q<arch::gfx11_priv_target>, pm4_q<arch::gfx12_target>>;
+
+struct pm4_gpu_view final : emu::vm_access {
+  pm4_gpu_view(emu::device& d, std::uint32_t g) noexcept : dev(&d), gpu_id(g) {}
+  [[nodiscard]] bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
+    try {
+      return dev->is_mapped(gpu_id, va, len);
+    } catch (...) {
+      return false;
+    }
+  }
+  emu::device* dev;
+  std::uint32_t gpu_id;
+};
+struct pm4_device_events final : emu::event_notifier {
+  explicit pm4_device_events(emu::device& d) noexcept : dev(&d) {}
+  void signal_event(std::uint32_t id) noexcept override {
+    try {
+      dev->signal_event(id);
+    } catch (...) {
+    }
+  }
+  emu::device* dev;
+};
+
+struct pm4_queue_state {
+  agent_state* agent = nullptr;
+  pm4_queue_options opt{};
+  std::string target_name;
+  kfd::queue_resources<file_type> res;
+  kfd::buffer<file_type> slots;
+  kfd::event<file_type> event;
+  std::uint64_t* progress = nullptr;  // in the pointer page: sequence number of the last completed command
+  std::uint64_t submitted = 0;        // sequence number of the last submitted command
+  pm4_variant q;
+  std::unique_ptr<pm4_gpu_view> vm;
+  std::unique_ptr<pm4_device_events> events;
+  std::unique_ptr<emu::pm4_processor> processor;
+};
+}  // namespace detail
+
+class pm4_queue {
+ public:
+  static constexpr std::size_t progress_offset = 512;  // in the pointer page (rptr @0, wptr @64)
+  static constexpr std::uint32_t packet_bytes = 64;     // the dispatch packet after each slot's kernargs
+
+  pm4_queue() = default;
+  explicit pm4_queue(std::unique_ptr<detail::pm4_queue_state> s) noexcept : s_(std::move(s)) {}
+  pm4_queue(pm4_queue&&) noexcept = default;
+  pm4_queue& operator=(pm4_queue&& o) noexcept {
+    if (this != &o) {
+      destroy();
+      s_ = std::move(o.s_);
+    }
+    return *this;
+  }
+  ~pm4_queue() { destroy(); }
+
+  // Kernel `k` over `g` work-items in workgroups of `b` with `args` as kernargs. Returns the
+  // command's sequence number (for try_wait).
+  template <class... Args>
+  result<std::uint64_t> try_dispatch(const pm4_kernel& k, grid g, block b, const Args&... args) {
+    constexpr std::size_t bytes = detail::kernarg_layout_size<Args...>();
+    if (bytes > s_->opt.kernarg_bytes || k.k.kernarg_size > s_->opt.kernarg_bytes)
+      return failure(errc::invalid_argument, "kernel '" + k.k.name + "': kernargs do not fit pm4_queue_options::kernarg_bytes");
+    if (k.k.private_segment_size != 0)
+      return failure(errc::not_supported, "kernel '" + k.k.name + "' uses scratch; PM4 scratch setup is not provided yet");
+    if (g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0)
+      return failure(errc::invalid_argument, "grid and block sizes must be positive");
+    const std::uint64_t seq = s_->submitted + 1;
+    // The slot's previous command must have completed before its kernargs are overwritten.
+    if (seq > s_->opt.slots) AQUEDUCT_TRY_VOID(wait_progress(seq - s_->opt.slots, sync::infinite));
+    const std::uint64_t slot = seq & (s_->opt.slots - 1);
+    auto* base = static_cast<std::byte*>(s_->slots.host()) + slot * slot_bytes();
+    const std::uint64_t va = s_->slots.va().value + slot * slot_bytes();
+    std::size_t off = 0;
+    (detail::put_kernarg(base, off, args), ...);
+    abi::kernel_dispatch_packet pkt{};
+    pkt.setup = 3;
+    pkt.workgroup_size_x = b.x;
+    pkt.workgroup_size_y = b.y;
+    pkt.workgroup_size_z = b.z;
+    pkt.grid_size_x = g.x;
+    pkt.grid_size_y = g.y;
+    pkt.grid_size_z = g.z;
+    pkt.group_segment_size = k.k.group_segment_size;
+    pkt.kernel_object = k.k.object.value;
+    pkt.kernarg_address = va;
+    std::memcpy(base + s_->opt.kernarg_bytes, &pkt, sizeof pkt);
+    aqueduct::queue::pm4::dispatch_params p;
+    p.kd = &k.descriptor;
+    p.kd_va = k.k.object;
+    p.grid = {(g.x + b.x - 1) / b.x, (g.y + b.y - 1) / b.y, (g.z + b.z - 1) / b.z};
+    p.block = {b.x, b.y, b.z};
+    p.dispatch_ptr = gpu_va(va + s_->opt.kernarg_bytes);
+    p.kernarg = gpu_va(va);
+    aqueduct::queue::pm4_completion c;
+    c.address = gpu_va(s_->res.pointers().va.value + progress_offset);
+    c.value = seq;
+    c.b64 = true;
+    c.event_mailbox = s_->event.mailbox_va();
+    c.event_id = s_->event.id();
+    result<std::uint64_t> r = std::visit(
+        [&](auto& q) -> result<std::uint64_t> {
+          if constexpr (std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) {
+            return failure(errc::invalid_argument, "pm4_queue not created");
+          } else {
+            return q.try_dispatch(p, c);
+          }
+        },
+        s_->q);
+    if (!r) return r.get_failure();
+    s_->submitted = seq;
+    return seq;
+  }
+  template <class... Args>
+  std::uint64_t dispatch(const pm4_kernel& k, grid g, block b, const Args&... args) {
+    return try_dispatch(k, g, b, args...).value();
+  }
+
+  // Until command `seq` has completed (its RELEASE_MEM landed).
+  [[nodiscard]] result<void> try_wait(std::uint64_t seq, sync::nanoseconds timeout = sync::infinite) const {
+    return wait_progress(seq, timeout);
+  }
+  void wait(std::uint64_t seq, sync::nanoseconds timeout = sync::infinite) const { try_wait(seq, timeout).value(); }
+  [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const { return wait_progress(s_->submitted, timeout); }
+  void finish(sync::nanoseconds timeout = sync::infinite) const { try_finish(timeout).value(); }
+
+  // ---- state --------------------------------------------------------------------------------------
+  [[nodiscard]] std::uint64_t completed() const noexcept { return sync::atomic_load(*s_->progress, std::memory_order_acquire); }
+  [[nodiscard]] std::uint64_t submitted() const noexcept { return s_->submitted; }
+  [[nodiscard]] std::uint32_t queue_id() const noexcept { return s_->res.queue_id(); }
+  [[nodiscard]] const std::string& target_name() const noexcept { return s_->target_name; }
+  [[nodiscard]] bool sets_pm4_priv() const noexcept { return std::holds_alternative<detail::pm4_q<arch::gfx11_priv_target>>(s_->q); }
+  [[nodiscard]] bool emulated() const noexcept { return s_->processor != nullptr; }
+  [[nodiscard]] emu::pm4_processor* processor() const noexcept { return s_->processor.get(); }
+  [[nodiscard]] const kfd::queue_resources<detail::file_type>& resources() const noexcept { return s_->res; }
+  [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
+
+  // "PM4 queue 3 (gfx11+pm4-priv): PM4 queue (...): rptr .., wptr ..; packet at rptr: ..."
+  void describe(std::string& out) const {
+    out += "queue " + std::to_string(queue_id()) + " (" + s_->target_name + "), completed " + std::to_string(completed()) +
+           " of " + std::to_string(s_->submitted) + ": ";
+    std::visit(
+        [&](const auto& q) {
+          if constexpr (!std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) q.describe(out);
+        },
+        s_->q);
+    if (s_->processor) {
+      out += "; ";
+      s_->processor->describe(out);
+    }
+  }
+
+  // Drain (bounded), stop an emulated processor, DESTROY_QUEUE, free everything.
+  void destroy() noexcept {
+    if (!s_) return;
+    if (!(s_->processor && s_->processor->has_error())) (void)try_finish(s_->opt.drain_timeout);
+    if (s_->processor) s_->processor->stop();
+    s_->q.emplace<std::monostate>();
+    s_->res.reset();
+    s_->processor.reset();
+    s_->slots.reset();
+    s_->event.reset();
+    s_.reset();
+  }
+
+ private:
+  [[nodiscard]] std::uint64_t slot_bytes() const noexcept { return std::uint64_t{s_->opt.kernarg_bytes} + packet_bytes; }
+
+  [[nodiscard]] result<void> wait_progress(std::uint64_t seq, sync::nanoseconds timeout) const {
+    auto done = [&] { return completed() >= seq; };
+    if (done()) return ok();
+    const auto start = sync::clock::now();
+    const auto deadline = sync::deadline_after(timeout);
+    const sync::wait_policy& pol = s_->opt.wait;
+    if (pol.kind != sync::wait_kind::block) {
+      const auto spin_until = pol.kind == sync::wait_kind::spin ? deadline : std::min(deadline, sync::deadline_after(pol.spin_for));
+      for (unsigned i = 0;; ++i) {
+        if (done()) return ok();
+        if ((i & 63) == 63 && sync::clock::now() >= spin_until) break;
+        AQUEDUCT_CPU_RELAX();
+      }
+    }
+    detail::kfd_waiter w{s_->agent->sys->ref()};
+    bool can_block = true;
+    sync::backoff bo;
+    for (;;) {
+      if (done()) return ok();
+      if (s_->processor && s_->processor->has_error()) {
+        if (auto e = s_->processor->error()) {
+          std::string d = e->detail + "; ";
+          describe(d);
+          return failure(e->to_failure().code(), std::move(d));
+        }
+      }
+      const auto now = sync::clock::now();
+      if (now >= deadline) {
+        std::string d = "waited " + std::to_string(std::chrono::duration<double, std::milli>(now - start).count()) +
+                        " ms for command " + std::to_string(seq) + " on ";
+        describe(d);
+        return failure(errc::timeout, std::move(d));
+      }
+      if (can_block) {
+        const auto slice = std::min<sync::nanoseconds>(deadline - now, pol.max_block);
+        if (w.wait(s_->event.id(), slice) == sync::event_status::failed) can_block = false;
+      } else {
+        bo.pause();
+      }
+    }
+  }
+
+  std::unique_ptr<detail::pm4_queue_state> s_;
+};
+
+// Creates a PM4 queue on `gpu` (see the header comment).
+[[nodiscard]] inline result<pm4_queue> try_make_queue(const agent& gpu, pm4_t, const pm4_queue_options& o = {}) {
+  if (o.ring_bytes < 1024 || (o.ring_bytes & (o.ring_bytes - 1)) != 0)
+    return failure(errc::invalid_argument, "pm4_queue_options::ring_bytes must be a power of two >= 1024");
+  if (o.slots < 2 || (o.slots & (o.slots - 1)) != 0)
+    return failure(errc::invalid_argument, "pm4_queue_options::slots must be a power of two >= 2");
+  if (o.kernarg_bytes == 0 || o.kernarg_bytes % 64 != 0)
+    return failure(errc::invalid_argument, "pm4_queue_options::kernarg_bytes must be a positive multiple of 64");
+  detail::agent_state& a = gpu.state();
+  auto st = std::make_unique<detail::pm4_queue_state>();
+  st->agent = &a;
+  st->opt = o;
+  AQUEDUCT_TRY(auto* doorbells, detail::try_doorbells(a));
+  kfd::queue_options ko;
+  ko.kind = kfd::queue_kind::pm4;
+  ko.ring_size = byte_count(o.ring_bytes);
+  ko.priority = o.priority;
+  AQUEDUCT_TRY(st->res, kfd::queue_resources<detail::file_type>::try_create(a.sys->ref(), *a.node, *doorbells, ko));
+  AQUEDUCT_TRY(st->slots, kfd::buffer<detail::file_type>::try_allocate(
+                              a.sys->ref(), *a.node, byte_count(std::uint64_t{o.slots} * (o.kernarg_bytes + pm4_queue::packet_bytes)),
+                              kfd::memory_use::host));
+  AQUEDUCT_TRY(st->event, a.sys->try_make_event(*a.node));
+  auto* page = static_cast<std::byte*>(st->res.pointers().host);
+  st->progress = reinterpret_cast<std::uint64_t*>(page + pm4_queue::progress_offset);
+  sync::atomic_store(*st->progress, 0, std::memory_order_release);
+  const aqueduct::queue::pm4_queue_memory mem{st->res.ring().as<std::uint32_t>(), st->res.ring_size() / 4,
+                                              reinterpret_cast<std::uint64_t*>(page + ko.wptr_offset),
+                                              reinterpret_cast<const std::uint64_t*>(page + ko.rptr_offset)};
+  const pm4_doorbell db{static_cast<std::uint64_t*>(st->res.doorbell()), nullptr};
+  // The one run-time branch on the architecture for this queue's lifetime (DESIGN.md §3).
+  AQUEDUCT_TRY(st->target_name,
+               arch::visit_family(gpu.gfx_target_version(), static_cast<std::uint32_t>(a.node->properties.simd_arrays_per_engine),
+                                  [&](auto target) -> std::string {
+                                    using T = decltype(target);
+                                    st->q.template emplace<detail::pm4_q<T>>(mem, db, true);
+                                    return T::name();
+                                  }));
+  if (emu::device* dev = a.sys->emulator) {
+    const emu::gpu_node* node = dev->find_gpu(a.node->gpu_id);
+    if (!node) return failure(errc::not_found, "emulated device has no gpu_id " + std::to_string(a.node->gpu_id));
+    std::optional<emu::queue_info> info;
+    for (const auto& q : dev->queues())
+      if (q.queue_id == st->res.queue_id()) info = q;
+    if (!info) return failure(errc::not_found, "emulated KFD does not list queue " + std::to_string(st->res.queue_id()));
+    AQUEDUCT_TRY(auto b, emu::pm4_binding_of(*info, *node));
+    st->vm = std::make_unique<detail::pm4_gpu_view>(*dev, a.node->gpu_id);
+    st->events = std::make_unique<detail::pm4_device_events>(*dev);
+    AQUEDUCT_TRY(st->processor, emu::pm4_processor::try_create(b, *st->vm, *st->events, a.sys->registry, o.emulation));
+    std::visit(
+        [&](auto& q) {
+          if constexpr (!std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) q.get_doorbell().watcher = st->processor.get();
+        },
+        st->q);
+  }
+  return pm4_queue(std::move(st));
+}
+[[nodiscard]] inline pm4_queue make_queue(const agent& gpu, pm4_t, const pm4_queue_options& o = {}) {
+  return try_make_queue(gpu, pm4, o).value();
+}
+
+}  // namespace aqueduct::runtime
