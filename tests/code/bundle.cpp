@@ -60,6 +60,18 @@ TEST_CASE("bundles and CCOBs list the IDs clang-offload-bundler-19 --list prints
   }
 }
 
+TEST_CASE("try_list_bundle_ids: a CCOB's IDs without unbundling, in file order") {
+  auto c = fx::bytes("ccob/host-align4096.co");
+  auto ids = code::try_list_bundle_ids(c);
+  REQUIRE(ids.has_value());
+  // file order = the bundler's --targets order (make-fixtures.sh)
+  CHECK(*ids == std::vector<std::string>{"host-x86_64-unknown-linux-gnu-", "hipv4-amdgcn-amd-amdhsa--gfx1030",
+                                         "hipv4-amdgcn-amd-amdhsa--gfx1100", "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-"});
+  CHECK(std::multiset<std::string>(ids->begin(), ids->end()) == fx::bundler_list("ccob/host-align4096.co"));
+  auto e = fx::bytes("elf/vadd-gfx90a_srameccp_xnack-.hsaco");
+  CHECK(code::try_list_bundle_ids(e).value() == std::vector<std::string>{"gfx90a:sramecc+:xnack-"});
+}
+
 TEST_CASE("bundle entries are the exact code objects given to the bundler") {
   auto b = fx::bytes("bundle/host-align4096.co");
   auto bundle = code::offload_bundle::parse(b);

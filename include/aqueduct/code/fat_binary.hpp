@@ -121,4 +121,16 @@ class fat_binary {
   std::vector<bundle_entry> entries_;
 };
 
+// The entry IDs of a bundle, CCOB (decompressed first) or host object's .hip_fatbin, in file
+// order; a plain code object lists its target ID. The first-class "what is in this file" call.
+inline result<std::vector<std::string>> try_list_bundle_ids(byte_span bytes, const decompress_limits& lim = {}) {
+  AQUEDUCT_TRY(auto fb, fat_binary::try_open(bytes, lim));
+  std::vector<std::string> ids;
+  for (const auto& e : fb.entries()) {
+    if (fb.format() == binary_format::code_object) ids.push_back(target_of(code_object::parse(e.data)).to_string());
+    else ids.emplace_back(e.id);
+  }
+  return ids;
+}
+
 }  // namespace aqueduct::code
