@@ -28,6 +28,13 @@
 #  endif
 #endif
 
+// mmap(MAP_FIXED_NOREPLACE): Linux 4.17+ (mmap(2)), declared by <sys/mman.h> of glibc 2.28+ and
+// current musl. Defaults to AQUEDUCT_LINUX; predefine 0 for an older C library. Callers must still
+// check the address they got back: older kernels take the flag as a mere hint.
+#ifndef AQUEDUCT_HAS_MAP_FIXED_NOREPLACE
+#  define AQUEDUCT_HAS_MAP_FIXED_NOREPLACE AQUEDUCT_LINUX
+#endif
+
 // ---- optional dependencies -------------------------------------------------------------------
 // libdrm/libdrm_amdgpu: render-node enumeration and device info on the Linux model. The CMake
 // target defines it to 1 when pkg-config finds libdrm.
