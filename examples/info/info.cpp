@@ -44,8 +44,22 @@ void usage(std::FILE* to) {
 void kv(const char* key, unsigned long long v) { std::printf("%s %llu\n", key, v); }
 void kv(const char* key, const std::string& v) { std::printf("%s %s\n", key, v.c_str()); }
 
-// Prints one node. `doorbell_pages`: pages actually mapped through a device (0: not mapped).
-void print_node(const kfd::node& n, std::uint64_t doorbell_pages_mapped) {
+void print_apertures(const aq::abi::kfd::process_device_apertures& ap) {
+  char buf[32];
+  auto hex = [&](const char* key, unsigned long long v) {
+    std::snprintf(buf, sizeof buf, "0x%llx", v);
+    kv(key, std::string(buf));
+  };
+  hex("gpuvm_base", ap.gpuvm_base);
+  hex("gpuvm_limit", ap.gpuvm_limit);
+  hex("lds_base", ap.lds_base);
+  hex("scratch_base", ap.scratch_base);
+}
+
+// Prints one node. `doorbell_pages_mapped`: pages actually mapped through a device (0: not
+// mapped); `ap`: the process apertures from the device (nullptr without one).
+void print_node(const kfd::node& n, std::uint64_t doorbell_pages_mapped,
+                const aq::abi::kfd::process_device_apertures* ap = nullptr) {
   const auto& p = n.properties;
   if (!n.is_gpu()) {
     std::printf("agent %u (CPU)\n", n.id);
@@ -102,6 +116,7 @@ void print_node(const kfd::node& n, std::uint64_t doorbell_pages_mapped) {
     std::printf("warning: the kernel exports cwsr_size %u / ctl_stack_size %u but its formula gives %u / %u; "
                 "the exported values are used\n",
                 c.cwsr_size, c.ctl_stack_size, c.computed.cwsr_size, c.computed.ctl_stack_size);
+  if (ap) print_apertures(*ap);
   std::printf("\n");
 }
 
@@ -147,7 +162,7 @@ int print_device(F file, const char* source) {
         pages = db->pages();
       }
     }
-    print_node(n, pages);
+    print_node(n, pages, d->apertures(n.gpu_id));
   }
   return rc;
 }

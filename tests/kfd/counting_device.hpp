@@ -4,7 +4,8 @@
 // emu::device can stay in the test) and counts live BOs, GPU mappings, queues, events, mmapped
 // bytes and open render nodes, from the ioctls that SUCCEEDED. After every resource is
 // destroyed, all live counts must be zero: that proves destruction releases everything.
-// `fail_next(request_nr, errno)` makes the next call of that request fail (fault injection).
+// `fail_next(request_nr, errno)` makes the next call of that request fail (fault injection);
+// `after_ioctl` may rewrite a successful ioctl's output (e.g. narrower apertures).
 #pragma once
 
 #include <aqueduct/abi/kfd_ioctl.hpp>
@@ -12,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -27,6 +29,7 @@ class counting_device {
   [[nodiscard]] const counts& live() const noexcept { return *c_; }
   [[nodiscard]] std::shared_ptr<counts> shared_counts() const noexcept { return c_; }
   void fail_next(unsigned nr, int err) noexcept { fail_nr_ = nr, fail_errno_ = err; }
+  std::function<void(unsigned nr, void* arg)> after_ioctl;
 
   int ioctl(unsigned long request, void* arg) noexcept {
     namespace k = aqueduct::abi::kfd;
@@ -38,6 +41,7 @@ class counting_device {
     }
     const int r = inner_->ioctl(request, arg);
     if (r != 0) return r;
+    if (after_ioctl) after_ioctl(nr, arg);
     switch (nr) {
       case 0x16: ++c_->bos; break;        // ALLOC_MEMORY_OF_GPU
       case 0x17: --c_->bos; break;        // FREE_MEMORY_OF_GPU

@@ -398,3 +398,29 @@ TEST_CASE("two GPUs: ACQUIRE_VM for all, a buffer mapped to the peer, userptr me
   CHECK(counts->mapped_bytes == 0);
   CHECK(counts->render_nodes == 0);
 }
+
+TEST_CASE("a VA outside the GPUVM aperture is refused before the kernel sees it") {
+  auto dev = aq::emu::device::create(machine("rx6900xt"));
+  cdev counted(dev);
+  auto counts = counted.shared_counts();
+  // pretend the kernel reported a GPUVM aperture of [16 MiB, 1 GiB): host mmaps land far above it
+  counted.after_ioctl = [](unsigned nr, void* arg) {
+    if (nr != 0x14) return;
+    auto* a = static_cast<k::get_process_apertures_new_args*>(arg);
+    auto* ap = reinterpret_cast<k::process_device_apertures*>(a->kfd_process_device_apertures_ptr);
+    for (std::uint32_t i = 0; ap && i < a->num_of_nodes; ++i) ap[i].gpuvm_limit = (1ull << 30) - 1;
+  };
+  {
+    auto drv = kfd::driver<cdev>::open(counted);
+    const kfd::node& gpu = *drv.topo().gpu_nodes().at(0);
+    REQUIRE(drv.apertures(gpu.gpu_id) != nullptr);
+    CHECK(drv.apertures(gpu.gpu_id)->gpuvm_limit == (1ull << 30) - 1);
+    drv.try_acquire_vm(gpu).value();
+    auto b = kfd::buffer<cdev>::try_allocate(drv.ref(), gpu, aq::byte_count(4096), kfd::memory_use::host);
+    REQUIRE_FALSE(b.has_value());
+    CHECK(b.error() == errc::out_of_memory);
+    CHECK(std::string(b.detail()).find("outside gpu_id") != std::string::npos);
+    CHECK(counts->calls[0x16] == 0);  // no ALLOC_MEMORY_OF_GPU was attempted
+  }
+  CHECK(counts->mapped_bytes == 0);
+}

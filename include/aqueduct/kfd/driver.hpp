@@ -27,6 +27,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace aqueduct::kfd {
 
@@ -97,6 +98,7 @@ struct driver_state {
   topology topo;
   std::mutex mutex;
   std::map<std::uint32_t, int> render_fds;  // gpu_id -> render node fd (VM acquired)
+  std::map<std::uint32_t, abi::kfd::process_device_apertures> apertures;  // gpu_id -> apertures
 };
 }  // namespace detail
 
@@ -145,6 +147,13 @@ class driver_ref {
     s_->render_fds.emplace(gpu.gpu_id, fd);
     return ok();
   }
+  // The process apertures of a GPU (GET_PROCESS_APERTURES_NEW at open), or nullptr. GPU VAs of
+  // buffers must lie in [gpuvm_base, gpuvm_limit].
+  [[nodiscard]] const abi::kfd::process_device_apertures* apertures(std::uint32_t gpu_id) const noexcept {
+    auto it = s_->apertures.find(gpu_id);
+    return it == s_->apertures.end() ? nullptr : &it->second;
+  }
+
   // ACQUIRE_VM for every GPU node of the topology.
   [[nodiscard]] result<void> try_acquire_all() const {
     for (const node* n : s_->topo.gpu_nodes()) AQUEDUCT_TRY_VOID(try_acquire_vm(*n));
@@ -181,6 +190,7 @@ class driver : public driver_ref<F> {
                          std::to_string(minimum_kfd_version.minor) +
                          " (ACQUIRE_VM and the GPUVM memory ioctls); update the kernel (amdgpu/amdkfd)");
     AQUEDUCT_TRY(state->topo, try_read_topology(state->file.sysfs_root()));
+    AQUEDUCT_TRY_VOID(read_apertures(*state));
     return driver(std::move(state));
   }
   [[nodiscard]] static driver open(F file) { return try_open(std::move(file)).value(); }
@@ -208,6 +218,21 @@ class driver : public driver_ref<F> {
   }
 
  private:
+  // GET_PROCESS_APERTURES_NEW: first with num_of_nodes 0 (the kernel returns the count), then
+  // with an array of that many entries (kfd_chardev.c).
+  static result<void> read_apertures(detail::driver_state<F>& st) {
+    namespace k = abi::kfd;
+    k::get_process_apertures_new_args a{};
+    if (int r = st.file.ioctl(k::amdkfd_ioc_get_process_apertures_new, &a); r != 0)
+      return ioctl_failure(k::amdkfd_ioc_get_process_apertures_new, -r, "count");
+    std::vector<k::process_device_apertures> ap(a.num_of_nodes);
+    if (ap.empty()) return ok();
+    a.kfd_process_device_apertures_ptr = reinterpret_cast<std::uint64_t>(ap.data());
+    if (int r = st.file.ioctl(k::amdkfd_ioc_get_process_apertures_new, &a); r != 0)
+      return ioctl_failure(k::amdkfd_ioc_get_process_apertures_new, -r);
+    for (std::uint32_t i = 0; i < a.num_of_nodes && i < ap.size(); ++i) st.apertures[ap[i].gpu_id] = ap[i];
+    return ok();
+  }
   explicit driver(std::unique_ptr<detail::driver_state<F>> s) noexcept : driver_ref<F>(s.get()), own_(std::move(s)) {}
   void release() noexcept {
     if (!own_) return;

@@ -18,6 +18,7 @@
 #include <aqueduct/kfd/driver.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -137,6 +138,11 @@ class buffer {
       (void)d.file().munmap(reinterpret_cast<void*>(start + b.size_), base + span - (start + b.size_));
     b.va_ = start;
     b.reserved_ = true;
+    if (const auto* ap = d.apertures(gpu.gpu_id); ap && (start < ap->gpuvm_base || start + b.size_ - 1 > ap->gpuvm_limit))
+      return failure(errc::out_of_memory, "reserved VA [0x" + hex(start) + ", 0x" + hex(start + b.size_) +
+                                              ") lies outside gpu_id " + std::to_string(gpu.gpu_id) +
+                                              "'s GPUVM aperture [0x" + hex(ap->gpuvm_base) + ", 0x" +
+                                              hex(ap->gpuvm_limit) + "]");
     // 2. allocate the BO at that VA
     k::alloc_memory_of_gpu_args a{};
     a.va_addr = start;
@@ -272,6 +278,11 @@ class buffer {
   }
 
  private:
+  static std::string hex(std::uint64_t v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "%llx", static_cast<unsigned long long>(v));
+    return b;
+  }
   static failure mmap_failure(const std::string& what, int e) {
     return failure(errc::mmap_failed, what + " failed: " + describe_errno(e));
   }
