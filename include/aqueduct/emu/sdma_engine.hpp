@@ -1,0 +1,461 @@
+// aqueduct/emu/sdma_engine.hpp — the emulated SDMA engine of one user-mode SDMA queue.
+//
+// Layer: emu. One `sdma_engine` per KFD SDMA queue, on its own thread, does what an SDMA engine's
+// queue does (DESIGN.md §4): it takes the write pointer from the doorbell (64-bit, bytes; spec
+// kfd.md §3.3), decodes packets at its read pointer (bytes, monotonic; the ring offset is the
+// pointer modulo the ring size) and runs NOP, COPY_LINEAR, WRITE_UNTILED, CONSTANT_FILL, FENCE,
+// TRAP, POLL_REGMEM (memory polls; the HDP-flush form completes at once: the emulator has no HDP),
+// TIMESTAMP (GET, GET_GLOBAL), ATOMIC (ADD64) and GCR_REQ (a no-op: memory is coherent), in the
+// layouts of engine versions 4, 5.0, 5.2, 6 and 7 (abi/sdma.hpp, spec/packets.md §3). After each
+// packet it stores the new read pointer (release). Packets may straddle the ring end (Linux's own
+// SDMA rings are written dword by dword with wrap-around, amdgpu_ring_write).
+// Strict on purpose: every memory access is checked against the VM for the queue's GPU
+// (`vm_access::is_mapped`) BEFORE it happens, and a miss stops the queue in an error state
+// (`error()`: fault kind, the faulting address, the packet's ring offset and dwords) — never a
+// crash. Also errors: unknown opcodes/sub-ops, bits set above a byte-count field's width, a
+// COPY_LINEAR longer than 0x3FFF00 bytes on the 22-bit engines (Mesa: the hardware cannot copy
+// the last 255 bytes of the range, spec §3.3), misaligned FENCE/POLL/TIMESTAMP/ATOMIC addresses,
+// a dword fill with a ragged length. A POLL_REGMEM with a finite retry count gives up after that
+// many polls and continues (hardware behaviour on exhaustion is UNVERIFIED).
+// Thread safety: notify/error/read_offset/wait_idle/stop may be called from any thread. The
+// vm_access and event_notifier must outlive the engine.
+#pragma once
+
+#include <aqueduct/abi/sdma.hpp>
+#include <aqueduct/core/result.hpp>
+#include <aqueduct/emu/aql_processor.hpp>  // event_notifier
+#include <aqueduct/emu/host_kernel.hpp>    // vm_access
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace aqueduct::emu {
+
+// Where an SDMA queue's memory is (from KFD CREATE_QUEUE) and which engine version decodes it.
+struct sdma_queue_binding {
+  std::uint64_t ring_va = 0;
+  std::uint64_t ring_bytes = 0;        // power of two >= 1024
+  std::uint64_t read_pointer_va = 0;   // u64 the engine writes (bytes consumed)
+  std::uint64_t write_pointer_va = 0;  // u64 the producer writes; read when `doorbell` is null
+  const std::uint64_t* doorbell = nullptr;  // the emulator's view of the 64-bit doorbell word
+  abi::sdma::engine engine = abi::sdma::engine::v6_0;
+  std::uint32_t gpu_id = 0;
+  std::uint32_t queue_id = 0;
+};
+
+enum class sdma_fault : std::uint8_t {
+  none,
+  unsupported_packet,  // opcode / sub-op the engine model does not run (or that does not exist)
+  reserved_bits,       // bits set outside a field's width (e.g. a 30-bit count on a 22-bit engine)
+  bad_count,           // zero-length write, copy past the engine's reliable maximum, ragged dword fill
+  misaligned_address,  // FENCE/POLL dword, TIMESTAMP/ATOMIC qword alignment
+  memory_violation,    // an address not mapped to this queue's GPU
+};
+
+[[nodiscard]] constexpr const char* sdma_fault_name(sdma_fault f) noexcept {
+  switch (f) {
+    case sdma_fault::none: return "none";
+    case sdma_fault::unsupported_packet: return "unsupported packet";
+    case sdma_fault::reserved_bits: return "reserved bits set";
+    case sdma_fault::bad_count: return "bad byte count";
+    case sdma_fault::misaligned_address: return "misaligned address";
+    case sdma_fault::memory_violation: return "memory violation";
+  }
+  return "?";
+}
+
+[[nodiscard]] constexpr const char* engine_name(abi::sdma::engine e) noexcept {
+  switch (e) {
+    case abi::sdma::engine::v4_0: return "SDMA 4";
+    case abi::sdma::engine::v5_0: return "SDMA 5.0";
+    case abi::sdma::engine::v5_2: return "SDMA 5.2";
+    case abi::sdma::engine::v6_0: return "SDMA 6";
+    case abi::sdma::engine::v7_0: return "SDMA 7";
+  }
+  return "SDMA ?";
+}
+
+// Why and where the queue stopped.
+struct sdma_error {
+  sdma_fault fault = sdma_fault::none;
+  std::uint64_t packet_offset = 0;  // read pointer (bytes) at the offending packet
+  std::uint64_t write_offset = 0;   // write pointer when it stopped
+  std::uint64_t address = 0;        // first faulting byte for memory violations, else the field's address
+  std::vector<std::uint32_t> packet;  // the packet's dwords as read
+  std::string detail;               // fault, cause, queue and the packet
+
+  // device_fault for memory violations (the address is in the detail), queue_error otherwise.
+  [[nodiscard]] failure to_failure() const {
+    return failure(fault == sdma_fault::memory_violation ? errc::device_fault : errc::queue_error, detail);
+  }
+};
+
+struct sdma_engine_options {
+  std::chrono::microseconds idle_poll_max{1000};  // longest sleep between doorbell polls when idle
+  std::chrono::microseconds spin{50};             // busy-poll this long before sleeping
+};
+
+class sdma_engine {
+ public:
+  sdma_engine(const sdma_engine&) = delete;
+  sdma_engine& operator=(const sdma_engine&) = delete;
+  ~sdma_engine() { stop(); }
+
+  // Starts the engine thread. invalid_argument if the ring or pointers are not mapped for the
+  // GPU or the ring size is not a power of two >= 1024.
+  [[nodiscard]] static result<std::unique_ptr<sdma_engine>> try_create(const sdma_queue_binding& b, const vm_access& vm,
+                                                                      event_notifier& events, sdma_engine_options opt = {}) {
+    if (b.ring_bytes < 1024 || (b.ring_bytes & (b.ring_bytes - 1)) != 0)
+      return failure(errc::invalid_argument, "SDMA ring size must be a power of two >= 1024 bytes");
+    if (b.ring_va % 4 != 0 || !vm.is_mapped(b.ring_va, b.ring_bytes))
+      return failure(errc::invalid_argument, "SDMA ring is not mapped for the queue's GPU or not dword aligned");
+    if (b.read_pointer_va % 8 != 0 || !vm.is_mapped(b.read_pointer_va, 8))
+      return failure(errc::invalid_argument, "SDMA read pointer is not mapped or not 8-byte aligned");
+    if (!b.doorbell && (b.write_pointer_va % 8 != 0 || !vm.is_mapped(b.write_pointer_va, 8)))
+      return failure(errc::invalid_argument, "SDMA queue has neither a doorbell nor a mapped write pointer");
+    std::unique_ptr<sdma_engine> e(new sdma_engine(b, vm, events, opt));
+    e->thread_ = std::thread([p = e.get()] { p->run(); });
+    return e;
+  }
+  [[nodiscard]] static std::unique_ptr<sdma_engine> create(const sdma_queue_binding& b, const vm_access& vm,
+                                                           event_notifier& events, sdma_engine_options opt = {}) {
+    return try_create(b, vm, events, opt).value();
+  }
+
+  // Wakes the engine (the model of it noticing a doorbell write).
+  void notify() noexcept {
+    {
+      std::lock_guard lock(mu_);
+      ++wake_seq_;
+    }
+    cv_.notify_all();
+  }
+  [[nodiscard]] bool has_error() const noexcept { return has_error_.load(std::memory_order_acquire); }
+  [[nodiscard]] std::optional<sdma_error> error() const {
+    std::lock_guard lock(err_mu_);
+    return error_;
+  }
+  [[nodiscard]] std::uint64_t read_offset() const noexcept { return rptr_.load(std::memory_order_acquire); }
+  [[nodiscard]] const sdma_queue_binding& binding() const noexcept { return b_; }
+  // Bytes moved by COPY_LINEAR and CONSTANT_FILL so far.
+  [[nodiscard]] std::uint64_t bytes_moved() const noexcept { return moved_.load(std::memory_order_relaxed); }
+
+  // Blocks until the read pointer reaches `offset` (true), the timeout passes or the queue is in
+  // error (false).
+  bool wait_idle(std::uint64_t offset, std::chrono::milliseconds timeout) const {
+    std::unique_lock lock(mu_);
+    return progress_cv_.wait_for(lock, timeout, [&] { return read_offset() >= offset || has_error(); }) &&
+           read_offset() >= offset;
+  }
+
+  void stop() noexcept {
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return;
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  sdma_engine(const sdma_queue_binding& b, const vm_access& vm, event_notifier& ev, sdma_engine_options opt)
+      : b_(b), vm_(vm), events_(ev), opt_(opt) {
+    ring_ = static_cast<const std::uint32_t*>(vm_.host_address(b_.ring_va));
+    rptr_word_ = static_cast<std::uint64_t*>(vm_.host_address(b_.read_pointer_va));
+    rptr_.store(std::atomic_ref<std::uint64_t>(*rptr_word_).load(std::memory_order_acquire), std::memory_order_release);
+  }
+
+  [[nodiscard]] bool stopping() const {
+    std::lock_guard lock(mu_);
+    return stop_;
+  }
+  [[nodiscard]] std::uint64_t wptr() const noexcept {
+    if (b_.doorbell) return std::atomic_ref<const std::uint64_t>(*b_.doorbell).load(std::memory_order_acquire);
+    return std::atomic_ref<std::uint64_t>(*static_cast<std::uint64_t*>(vm_.host_address(b_.write_pointer_va)))
+        .load(std::memory_order_acquire);
+  }
+  // Sleeps until notify() or `d` passes; false when stopping.
+  bool doze(std::chrono::microseconds d) {
+    std::unique_lock lock(mu_);
+    const std::uint64_t seen = wake_seq_;
+    cv_.wait_for(lock, d, [&] { return stop_ || wake_seq_ != seen; });
+    return !stop_;
+  }
+
+  void run() {
+    auto idle_since = std::chrono::steady_clock::now();
+    std::chrono::microseconds nap{10};
+    while (!stopping() && !has_error()) {
+      const std::uint64_t w = wptr();
+      const std::uint64_t r = read_offset();
+      if (r < w && step(r, w)) {
+        idle_since = std::chrono::steady_clock::now();
+        nap = std::chrono::microseconds{10};
+        continue;
+      }
+      if (has_error()) break;
+      if (std::chrono::steady_clock::now() - idle_since < opt_.spin) {
+        std::this_thread::yield();
+        continue;
+      }
+      if (!doze(nap)) break;
+      if (nap < opt_.idle_poll_max) nap *= 2;
+    }
+    progress_cv_.notify_all();
+  }
+
+  [[nodiscard]] std::uint32_t dw(std::uint64_t byte_offset) const noexcept {
+    return std::atomic_ref<const std::uint32_t>(ring_[(byte_offset & (b_.ring_bytes - 1)) / 4]).load(std::memory_order_relaxed);
+  }
+
+  // Runs the packet at `r` if it is complete (true); false when it is not yet all published or
+  // a POLL_REGMEM is still waiting (the engine dozes and retries).
+  bool step(std::uint64_t r, std::uint64_t w);
+
+  void advance(std::uint64_t to) {
+    std::atomic_ref<std::uint64_t>(*rptr_word_).store(to, std::memory_order_release);
+    {
+      std::lock_guard lock(mu_);
+      rptr_.store(to, std::memory_order_release);
+    }
+    progress_cv_.notify_all();
+  }
+
+  void fail(sdma_fault f, std::uint64_t r, std::uint32_t len, std::uint64_t address, const std::string& why) {
+    sdma_error e;
+    e.fault = f;
+    e.packet_offset = r;
+    e.write_offset = wptr();
+    e.address = address;
+    for (std::uint32_t i = 0; i < len && i < 16; ++i) e.packet.push_back(dw(r + 4ull * i));
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s: %s%s%s at 0x%llx; %s queue %u on gpu_id %u, rptr %llu, wptr %llu; packet:",
+                  engine_name(b_.engine), sdma_fault_name(f), why.empty() ? "" : " — ", why.c_str(),
+                  static_cast<unsigned long long>(address), engine_name(b_.engine), b_.queue_id, b_.gpu_id,
+                  static_cast<unsigned long long>(r), static_cast<unsigned long long>(e.write_offset));
+    e.detail = buf;
+    for (std::uint32_t v : e.packet) {
+      std::snprintf(buf, sizeof buf, " %08x", v);
+      e.detail += buf;
+    }
+    {
+      std::lock_guard lock(err_mu_);
+      error_ = std::move(e);
+    }
+    {
+      std::lock_guard lock(mu_);
+      has_error_.store(true, std::memory_order_release);
+    }
+    progress_cv_.notify_all();
+  }
+
+  static std::string hex(std::uint64_t v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "%llx", static_cast<unsigned long long>(v));
+    return b;
+  }
+
+  // [va, va+len) mapped for this GPU; otherwise the first unmapped byte (binary search on the
+  // mapped prefix) in `bad`.
+  bool check(std::uint64_t va, std::uint64_t len, std::uint64_t& bad) const {
+    if (len == 0) return true;
+    if (va + len >= va && vm_.is_mapped(va, len)) return true;
+    std::uint64_t lo = 0, hi = len;  // invariant: prefix lo is mapped, prefix hi is not
+    while (hi - lo > 1) {
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      if (vm_.is_mapped(va, mid)) lo = mid;
+      else hi = mid;
+    }
+    bad = va + lo;
+    return false;
+  }
+
+  sdma_queue_binding b_;
+  const vm_access& vm_;
+  event_notifier& events_;
+  sdma_engine_options opt_;
+  const std::uint32_t* ring_ = nullptr;
+  std::uint64_t* rptr_word_ = nullptr;
+  std::atomic<std::uint64_t> rptr_{0};
+  std::atomic<std::uint64_t> moved_{0};
+  std::uint32_t poll_tries_ = 0;  // polls of the current POLL_REGMEM (engine thread only)
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  mutable std::condition_variable progress_cv_;
+  std::uint64_t wake_seq_ = 0;
+  bool stop_ = false;
+  std::atomic<bool> has_error_{false};
+  mutable std::mutex err_mu_;
+  std::optional<sdma_error> error_;
+  std::thread thread_;
+};
+
+inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
+  namespace s = abi::sdma;
+  const std::uint64_t avail = (w - r) / 4;
+  const std::uint32_t h = dw(r);
+  const auto op = static_cast<s::op>(s::header_op::get(h));
+  const std::uint32_t sub = s::header_sub_op::get(h);
+  const s::engine eng = b_.engine;
+  auto at = [&](std::uint32_t i) { return dw(r + 4ull * i); };
+  auto addr = [&](std::uint32_t i) { return (std::uint64_t{at(i + 1)} << 32) | at(i); };
+  std::uint64_t bad = 0;
+
+  // Packet length first: an incomplete packet waits for more of the ring to be published.
+  std::uint32_t len = 0;
+  switch (op) {
+    case s::op::nop: len = 1 + s::nop::count::get(h); break;
+    case s::op::copy: len = sub == s::sub_op::copy_linear ? s::copy_linear::dwords(eng) : 1; break;
+    case s::op::write:
+      if (avail < 4) return false;
+      len = sub == s::sub_op::write_linear ? s::write_untiled::head_dwords + s::write_untiled::count::get(at(3)) + 1 : 1;
+      break;
+    case s::op::fence: len = s::fence::dwords; break;
+    case s::op::trap: len = s::trap::dwords; break;
+    case s::op::poll_regmem: len = s::poll_regmem::dwords; break;
+    case s::op::atomic: len = s::atomic::dwords; break;
+    case s::op::const_fill: len = s::constant_fill::dwords; break;
+    case s::op::timestamp: len = s::timestamp::dwords; break;
+    case s::op::gcr_req: len = s::has_gcr_req(eng) ? s::gcr_req::dwords : 1; break;
+    default: len = 1; break;
+  }
+  if (avail < len) return false;
+  const std::uint64_t next = r + 4ull * len;
+  auto bad_packet = [&](sdma_fault f, std::uint64_t a, const std::string& why) {
+    fail(f, r, len, a, why);
+    return false;
+  };
+
+  switch (op) {
+    case s::op::nop:
+      break;
+    case s::op::copy: {
+      if (sub != s::sub_op::copy_linear)
+        return bad_packet(sdma_fault::unsupported_packet, 0, "COPY sub-op " + std::to_string(sub) + " (only LINEAR is modelled)");
+      const unsigned bits = s::count_bits(eng);
+      const std::uint32_t count = at(1);
+      if (count >> bits) return bad_packet(sdma_fault::reserved_bits, 0, "COPY_LINEAR count 0x" + hex(count) + " wider than " + std::to_string(bits) + " bits");
+      const std::uint64_t bytes = std::uint64_t{count} + 1;
+      if (bits == 22 && bytes > s::max_copy_bytes(eng))
+        return bad_packet(sdma_fault::bad_count, 0, std::to_string(bytes) + " bytes: a 22-bit engine cannot copy more than 0x3FFF00 (Mesa)");
+      const std::uint64_t src = addr(3), dst = addr(5);
+      if (!check(src, bytes, bad)) return bad_packet(sdma_fault::memory_violation, bad, "COPY_LINEAR source read");
+      if (!check(dst, bytes, bad)) return bad_packet(sdma_fault::memory_violation, bad, "COPY_LINEAR destination write");
+      std::memmove(vm_.host_address(dst), vm_.host_address(src), bytes);
+      moved_.fetch_add(bytes, std::memory_order_relaxed);
+      break;
+    }
+    case s::op::write: {
+      if (sub != s::sub_op::write_linear) return bad_packet(sdma_fault::unsupported_packet, 0, "WRITE sub-op " + std::to_string(sub));
+      const std::uint64_t dst = addr(1);
+      const std::uint64_t bytes = 4ull * (len - s::write_untiled::head_dwords);
+      if (dst % 4) return bad_packet(sdma_fault::misaligned_address, dst, "WRITE_UNTILED destination");
+      if (!check(dst, bytes, bad)) return bad_packet(sdma_fault::memory_violation, bad, "WRITE_UNTILED destination");
+      auto* out = static_cast<std::uint32_t*>(vm_.host_address(dst));
+      for (std::uint32_t i = s::write_untiled::head_dwords; i < len; ++i)
+        std::atomic_ref<std::uint32_t>(out[i - s::write_untiled::head_dwords]).store(at(i), std::memory_order_relaxed);
+      break;
+    }
+    case s::op::const_fill: {
+      const unsigned bits = s::fill_count_bits(eng);
+      const std::uint32_t count = at(4);
+      if (count >> bits) return bad_packet(sdma_fault::reserved_bits, 0, "CONSTANT_FILL count 0x" + hex(count) + " wider than " + std::to_string(bits) + " bits");
+      const std::uint64_t bytes = std::uint64_t{count} + 1, dst = addr(1);
+      const std::uint32_t size = s::constant_fill::fillsize::get(h), value = at(3);
+      if (size != s::constant_fill::fillsize_byte && size != s::constant_fill::fillsize_dword)
+        return bad_packet(sdma_fault::unsupported_packet, 0, "CONSTANT_FILL FILLSIZE " + std::to_string(size));
+      if (size == s::constant_fill::fillsize_dword && (bytes % 4 || dst % 4))
+        return bad_packet(sdma_fault::bad_count, dst, "dword fill of " + std::to_string(bytes) + " bytes");
+      if (!check(dst, bytes, bad)) return bad_packet(sdma_fault::memory_violation, bad, "CONSTANT_FILL destination");
+      auto* out = static_cast<unsigned char*>(vm_.host_address(dst));
+      if (size == s::constant_fill::fillsize_byte) {
+        std::memset(out, static_cast<int>(value & 0xFF), bytes);
+      } else {
+        for (std::uint64_t i = 0; i < bytes; i += 4) std::memcpy(out + i, &value, 4);
+      }
+      moved_.fetch_add(bytes, std::memory_order_relaxed);
+      break;
+    }
+    case s::op::fence: {
+      const std::uint64_t a = addr(1);
+      if (a % 4) return bad_packet(sdma_fault::misaligned_address, a, "FENCE address");
+      if (!check(a, 4, bad)) return bad_packet(sdma_fault::memory_violation, bad, "FENCE write");
+      std::atomic_ref<std::uint32_t>(*static_cast<std::uint32_t*>(vm_.host_address(a))).store(at(3), std::memory_order_release);
+      break;
+    }
+    case s::op::trap:
+      // KFD: an SDMA trap interrupt signals the event named by INT_CONTEXT [27:0].
+      events_.signal_event(s::trap::int_context::get(at(1)));
+      break;
+    case s::op::poll_regmem: {
+      namespace p = s::poll_regmem;
+      if (p::hdp_flush::get(h)) break;  // no HDP in the emulator: the flush is done at once
+      if (!p::mem_poll::get(h)) return bad_packet(sdma_fault::unsupported_packet, 0, "POLL_REGMEM on a register");
+      const std::uint64_t a = addr(1);
+      if (a % 4) return bad_packet(sdma_fault::misaligned_address, a, "POLL_REGMEM address");
+      if (!check(a, 4, bad)) return bad_packet(sdma_fault::memory_violation, bad, "POLL_REGMEM read");
+      const std::uint32_t v =
+          std::atomic_ref<std::uint32_t>(*static_cast<std::uint32_t*>(vm_.host_address(a))).load(std::memory_order_acquire) & at(4);
+      const std::uint32_t ref = at(3);
+      bool pass = false;
+      switch (static_cast<p::function>(p::func::get(h))) {
+        case p::function::always: pass = true; break;
+        case p::function::less: pass = v < ref; break;
+        case p::function::less_equal: pass = v <= ref; break;
+        case p::function::equal: pass = v == ref; break;
+        case p::function::not_equal: pass = v != ref; break;
+        case p::function::greater_equal: pass = v >= ref; break;
+        case p::function::greater: pass = v > ref; break;
+        default: return bad_packet(sdma_fault::reserved_bits, 0, "POLL_REGMEM FUNC 7");
+      }
+      const std::uint32_t retries = p::retry_count::get(at(5));
+      if (!pass && (retries == p::retry_forever || poll_tries_ < retries)) {
+        ++poll_tries_;
+        return false;  // doze, then poll again
+      }
+      poll_tries_ = 0;
+      break;
+    }
+    case s::op::timestamp: {
+      if (sub != s::sub_op::timestamp_get && sub != s::sub_op::timestamp_get_global)
+        return bad_packet(sdma_fault::unsupported_packet, 0, "TIMESTAMP sub-op " + std::to_string(sub));
+      const std::uint64_t a = addr(1);
+      if (a % s::timestamp::addr_alignment) return bad_packet(sdma_fault::misaligned_address, a, "TIMESTAMP address [31:3]");
+      if (!check(a, 8, bad)) return bad_packet(sdma_fault::memory_violation, bad, "TIMESTAMP write");
+      std::atomic_ref<std::uint64_t>(*static_cast<std::uint64_t*>(vm_.host_address(a)))
+          .store(events_.timestamp(), std::memory_order_release);
+      break;
+    }
+    case s::op::atomic: {
+      const std::uint32_t aop = s::atomic::atomic_op::get(h);
+      if (aop != s::atomic::op_add64 || s::atomic::loop::get(h))
+        return bad_packet(sdma_fault::unsupported_packet, 0, "ATOMIC op " + std::to_string(aop) + (s::atomic::loop::get(h) ? " with LOOP" : "") + " (only ADD64 is modelled)");
+      const std::uint64_t a = addr(1);
+      if (a % 8) return bad_packet(sdma_fault::misaligned_address, a, "ATOMIC address");
+      if (!check(a, 8, bad)) return bad_packet(sdma_fault::memory_violation, bad, "ATOMIC");
+      std::atomic_ref<std::uint64_t>(*static_cast<std::uint64_t*>(vm_.host_address(a))).fetch_add(addr(3), std::memory_order_acq_rel);
+      break;
+    }
+    case s::op::gcr_req:
+      if (!s::has_gcr_req(eng)) return bad_packet(sdma_fault::unsupported_packet, 0, "op 17 on SDMA 4");
+      break;  // caches are coherent in the emulator
+    default:
+      return bad_packet(sdma_fault::unsupported_packet, 0, "opcode " + std::to_string(static_cast<unsigned>(op)));
+  }
+  advance(next);
+  return true;
+}
+
+}  // namespace aqueduct::emu
