@@ -618,9 +618,20 @@ class pm4_processor {
     std::uint64_t total_wg = 0;
     unsigned waves_per_wg = 1;
     bool hangs_on_preemption = false;  // DEGFX11_12113 without PRIV
-    // Restored state: records of workgroups [restored_first, restored_first + restored_wg.size()).
+    // Restored state, as read back from the CWSR area: the wave records of workgroups
+    // [restored_first, restored_first + restored_count); wg_first_wave[k] indexes image.offsets
+    // (one extra entry at the end), so a workgroup's records are one contiguous byte range.
     std::uint64_t restored_first = 0;
-    std::vector<std::vector<wave_state>> restored_wg;
+    std::uint64_t restored_count = 0;
+    cwsr_image image;
+    std::vector<std::uint32_t> wg_first_wave;
+    [[nodiscard]] bool restored(std::uint64_t wg) const noexcept {
+      return wg >= restored_first && wg - restored_first < restored_count;
+    }
+    [[nodiscard]] std::size_t record_begin(std::uint64_t k) const noexcept {
+      const std::uint32_t w = wg_first_wave[k];
+      return w < image.offsets.size() ? image.offsets[w] : image.records.size();
+    }
   };
 
   step dispatch_direct(std::span<const std::uint32_t> p, bool in_ib) {
@@ -721,10 +732,23 @@ class pm4_processor {
       if (pre == step::stopped) return step::stopped;
       if (pre == step::fault) return step::fault;  // the save/restore failed or hung: the queue stays here
       std::vector<wave_state> waves;
-      if (wg >= st.restored_first && wg - st.restored_first < st.restored_wg.size())
-        waves = std::move(st.restored_wg[wg - st.restored_first]);
-      else
+      if (st.restored(wg)) {
+        const std::uint64_t k = wg - st.restored_first;
+        waves.resize(st.wg_first_wave[k + 1] - st.wg_first_wave[k]);
+        for (std::size_t i = 0; i < waves.size(); ++i) {
+          const std::uint32_t off = st.image.offsets[st.wg_first_wave[k] + i];
+          std::uint64_t owner = 0;
+          std::size_t used = 0;
+          if (!read_wave_record(st.image.records.data() + off, st.image.records.size() - off, waves[i], owner, used) ||
+              owner != wg) {
+            fail(pm4_fault::cwsr_restore_failed, p, b_.cwsr.address, in_ib,
+                 "restored wave record of workgroup " + std::to_string(wg) + " is corrupt");
+            return step::fault;
+          }
+        }
+      } else {
         waves = fresh_waves(st, wg);
+      }
       lds.assign(st.lds_bytes, std::byte{0xA5});  // LDS starts undefined: never zero by luck
       const workgroup_geometry g = geometry_of(st.pkt, wg);
       try {
@@ -775,17 +799,20 @@ class pm4_processor {
     if (st != nullptr) {
       const std::uint64_t cap_wg = std::max<std::uint64_t>(1, machine_.wave_capacity / std::max(1u, st->waves_per_wg));
       const std::uint64_t last = std::min<std::uint64_t>(st->total_wg, current_wg_ + cap_wg);
-      for (std::uint64_t wg = current_wg_; wg < last; ++wg) {
-        std::vector<wave_state> local;
-        const std::vector<wave_state>* waves;
-        if (wg >= st->restored_first && wg - st->restored_first < st->restored_wg.size() &&
-            !st->restored_wg[wg - st->restored_first].empty()) {
-          waves = &st->restored_wg[wg - st->restored_first];
-        } else {
-          local = fresh_waves(*st, wg);
-          waves = &local;
-        }
-        for (const wave_state& w : *waves) {
+      std::uint64_t wg = current_wg_;
+      if (st->restored(wg)) {  // still resident since the last restore: its records, copied as they are
+        const std::uint64_t k0 = wg - st->restored_first;
+        const std::uint64_t k1 = std::min<std::uint64_t>(st->restored_count, last - st->restored_first);
+        const std::size_t b0 = st->record_begin(k0), b1 = st->record_begin(k1);
+        records.assign(st->image.records.begin() + static_cast<std::ptrdiff_t>(b0),
+                       st->image.records.begin() + static_cast<std::ptrdiff_t>(b1));
+        for (std::uint32_t i = st->wg_first_wave[k0]; i < st->wg_first_wave[k1]; ++i)
+          offsets.push_back(static_cast<std::uint32_t>(st->image.offsets[i] - b0));
+        workgroups += static_cast<std::uint32_t>(k1 - k0);
+        wg = st->restored_first + k1;
+      }
+      for (; wg < last; ++wg) {
+        for (const wave_state& w : fresh_waves(*st, wg)) {
           offsets.push_back(static_cast<std::uint32_t>(records.size()));
           append_wave_record(records, w, wg, packed);
         }
@@ -833,22 +860,33 @@ class pm4_processor {
       return step::fault;
     }
     if (st != nullptr) {
+      // Index the image by workgroup (records are in workgroup order, as saved); the waves
+      // themselves are decoded when their workgroup runs.
       st->restored_first = current_wg_;
-      st->restored_wg.assign(img->workgroups, {});
-      std::size_t k = 0;
-      for (std::uint32_t off : img->offsets) {
-        wave_state w;
-        std::uint64_t wg = 0;
-        std::size_t used = 0;
-        if (!read_wave_record(img->records.data() + off, img->records.size() - off, w, wg, used) || wg < current_wg_ ||
-            wg - current_wg_ >= img->workgroups) {
-          fail(pm4_fault::cwsr_restore_failed, cur_packet_view(), b_.cwsr.address, false,
-               "wave record " + std::to_string(k) + " in the workgroup-state area is corrupt");
+      st->restored_count = img->workgroups;
+      st->wg_first_wave.assign(img->workgroups + 1, static_cast<std::uint32_t>(img->offsets.size()));
+      std::uint64_t prev = ~std::uint64_t{0};
+      for (std::uint32_t i = 0; i < img->offsets.size(); ++i) {
+        const std::uint32_t off = img->offsets[i];
+        cwsr_wave_record_head h;
+        if (off + sizeof h > img->records.size()) {
+          fail(pm4_fault::cwsr_restore_failed, cur_packet_view(), b_.cwsr.address, false, "control stack points past the saved records");
           return step::fault;
         }
-        st->restored_wg[wg - current_wg_].push_back(w);
-        ++k;
+        std::memcpy(&h, img->records.data() + off, sizeof h);
+        if (h.magic != cwsr_wave_magic || h.workgroup < current_wg_ || h.workgroup - current_wg_ >= img->workgroups ||
+            (prev != ~std::uint64_t{0} && h.workgroup < prev)) {
+          fail(pm4_fault::cwsr_restore_failed, cur_packet_view(), b_.cwsr.address, false,
+               "wave record " + std::to_string(i) + " in the workgroup-state area is corrupt");
+          return step::fault;
+        }
+        if (h.workgroup != prev) {
+          for (std::uint64_t k = (prev == ~std::uint64_t{0} ? 0 : prev - current_wg_ + 1); k <= h.workgroup - current_wg_; ++k)
+            st->wg_first_wave[k] = i;
+          prev = h.workgroup;
+        }
       }
+      st->image = std::move(*img);
     }
     {
       std::lock_guard lock(mu_);
