@@ -201,6 +201,20 @@ TEST_CASE("an old KFD interface is refused; a 1.11 kernel gets the 88-byte CREAT
     CHECK(drv.error() == errc::kfd_version_unsupported);
     CHECK(std::string(drv.detail()).find("1.0") != std::string::npos);
   }
+  SUBCASE("1.2 (ambiguous: the GPU-VM ioctls are not guaranteed)") {
+    auto cfg = machine("rx7900xtx");
+    cfg.ioctl_minor = 2;
+    auto dev = aq::emu::device::create(std::move(cfg));
+    auto drv = kfd::driver<cdev>::try_open(cdev(dev));
+    REQUIRE_FALSE(drv.has_value());
+    CHECK(drv.error() == errc::kfd_version_unsupported);
+  }
+  SUBCASE("1.3 is accepted") {
+    auto cfg = machine("rx7900xtx");
+    cfg.ioctl_minor = 3;
+    auto dev = aq::emu::device::create(std::move(cfg));
+    CHECK(kfd::driver<cdev>::try_open(cdev(dev)).has_value());
+  }
   SUBCASE("1.11") {
     auto cfg = machine("rx7900xtx");
     cfg.ioctl_minor = 11;

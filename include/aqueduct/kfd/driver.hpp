@@ -37,10 +37,13 @@ struct kfd_version {
   friend constexpr auto operator<=>(const kfd_version&, const kfd_version&) = default;
 };
 
-// The oldest KFD ioctl interface aqueduct drives: 1.1, the first with the GPUVM ioctls we build
-// on (ACQUIRE_VM, ALLOC/FREE/MAP/UNMAP_MEMORY_OF_GPU, GET_PROCESS_APERTURES_NEW: nr 0x14..0x19)
-// and with the minor-version log of uapi kfd_ioctl.h ("1.1 - initial version"). Major must be 1.
-inline constexpr kfd_version minimum_kfd_version{1, 1};
+// The oldest KFD ioctl interface aqueduct drives: 1.3. We need the GPU-VM ioctls
+// (GET_PROCESS_APERTURES_NEW, ACQUIRE_VM, ALLOC/FREE/MAP/UNMAP_MEMORY_OF_GPU: nr 0x14..0x19) at
+// their upstream numbers. The version cannot prove that below 1.3: upstream 1.1 covers kernels
+// whose table ends at 0x12 (a 1.1 uapi header has AMDKFD_COMMAND_END 0x13) as well as later
+// ones that have them, and 1.2 was also reported by the pre-upstream ROCK driver, whose
+// ALLOC_MEMORY_OF_GPU was nr 0x11. Every 1.3 header (SMI events, Linux 5.x) has them all.
+inline constexpr kfd_version minimum_kfd_version{1, 3};
 // From 1.17 CREATE_QUEUE takes the 96-byte struct (sdma_engine_id); older kernels get 88 bytes.
 inline constexpr kfd_version create_queue_96_bytes_version{1, 17};
 
@@ -188,7 +191,8 @@ class driver : public driver_ref<F> {
                      "KFD ioctl interface " + std::to_string(v.major_version) + "." + std::to_string(v.minor_version) +
                          " is too old or unknown: aqueduct needs 1.x with x >= " +
                          std::to_string(minimum_kfd_version.minor) +
-                         " (ACQUIRE_VM and the GPUVM memory ioctls); update the kernel (amdgpu/amdkfd)");
+                         " (the GPU-VM ioctls ACQUIRE_VM, ALLOC/MAP_MEMORY_OF_GPU at their upstream numbers);"
+                         " update the kernel (amdgpu/amdkfd)");
     AQUEDUCT_TRY(state->topo, try_read_topology(state->file.sysfs_root()));
     AQUEDUCT_TRY_VOID(read_apertures(*state));
     return driver(std::move(state));
