@@ -71,6 +71,7 @@ TEST_CASE("every preset, every queue type: create, locate the doorbell, destroy,
         REQUIRE_MESSAGE(db.has_value(), db.detail());
         CHECK(db->slice_size() == 8192);  // SOC15: 8-byte doorbells x 1024 (spec §3.1)
         CHECK(db->pages() == 2);
+        CHECK(dev.is_mapped(gpu.gpu_id, db->va().value, 8192));
 
         kfd::queue_options opt;
         opt.kind = kind;
@@ -346,10 +347,8 @@ TEST_CASE("SDMA queue by engine id: valid engines work, an engine past the last 
 }
 
 // The doorbell slice must also be mapped in the GPU VM (libhsakmt maps the doorbell BO to the GPU
-// so other agents can ring it). Known emulator gap, reported in the commit that added this test:
-// emu's kfd-fd doorbell mmap with MAP_FIXED over the BO's VA does not restore the BO's `placed`
-// state, so is_mapped() says no. Marked may_fail (reported as such, never as a pass) until fixed.
-TEST_CASE("the doorbell slice is mapped in the GPU VM" * doctest::may_fail()) {
+// so other agents can ring it), through the kfd-fd mmap at the BO's VA (spec §3.2).
+TEST_CASE("the doorbell slice is mapped in the GPU VM") {
   auto dev = aq::emu::device::create(machine("mi300x"));
   auto drv = kfd::driver<cdev>::open(cdev(dev));
   const kfd::node& gpu = *drv.topo().gpu_nodes().at(0);
