@@ -82,3 +82,36 @@ TEST_CASE("GPU nodes are matched to render nodes by drm_render_minor and PCI ids
   // Without GPUs libdrm lists nothing for us; the overload must still work.
   CHECK(kfd::match_render_nodes(t).size() == 2);
 }
+
+TEST_CASE("the real system-call plumbing, on /dev/null instead of /dev/kfd") {
+  // /dev/null opens like /dev/kfd but knows no ioctl: every KFD request is ENOTTY (25), which
+  // must come back unretried and named. mmap/munmap of anonymous memory are the real calls.
+  auto dev = kfd::linux_device::try_open("/nonexistent/topology", "/dev/null");
+  REQUIRE_MESSAGE(dev.has_value(), dev.detail());
+  CHECK(dev->kfd_fd() >= 0);
+  CHECK(dev->sysfs_root() == "/nonexistent/topology");
+  unsigned v[2] = {0, 0};
+  CHECK(aqueduct::abi::kfd::amdkfd_ioc_get_version == 0x80084B01ul);  // _IOR('K', 1, 8 bytes)
+  CHECK(dev->ioctl(aqueduct::abi::kfd::amdkfd_ioc_get_version, v) == -25);
+
+  auto res = dev->mmap(nullptr, 1 << 20, kfd::prot_none, kfd::map_private | kfd::map_anonymous | kfd::map_noreserve,
+                       -1, 0);
+  REQUIRE(res);
+  auto rw = dev->mmap(res.addr, 4096, kfd::prot_read | kfd::prot_write,
+                      kfd::map_private | kfd::map_anonymous | kfd::map_fixed, -1, 0);
+  REQUIRE(rw);
+  CHECK(rw.addr == res.addr);
+  static_cast<char*>(rw.addr)[4095] = 7;
+  CHECK(dev->munmap(res.addr, 1 << 20) == 0);
+  CHECK(dev->munmap(reinterpret_cast<void*>(1), 4096) == -22);  // unaligned: EINVAL
+  auto bad = dev->mmap(nullptr, 4096, kfd::prot_read, kfd::map_shared, 12345, 0);
+  CHECK_FALSE(bad);
+  CHECK(bad.error == 9);  // EBADF
+  if (!std::filesystem::exists("/dev/dri/renderD250")) CHECK(dev->open_render_node(250) == -2);  // ENOENT
+
+  // the driver refuses it with the request's name and errno
+  auto drv = kfd::driver<kfd::linux_device>::try_open(std::move(*dev));
+  REQUIRE_FALSE(drv.has_value());
+  CHECK(drv.error() == errc::ioctl_failed);
+  CHECK(drv.detail() == "AMDKFD_IOC_GET_VERSION failed: Inappropriate ioctl for device (ENOTTY, -25)");
+}
