@@ -7,6 +7,7 @@
 //      emulator; "off" / "0" / "none" → the real device only;
 //   3. else /dev/kfd if it opens, its KFD is new enough and it has a GPU; otherwise the
 //      emulated `default_machine` (how_chosen() says why).
+// $AQUEDUCT_EMU_ADVERSARIAL=1 turns on the emulated processors' adversarial mode (sanitizer runs).
 // The device file is type-erased here, once (runtime/any_device.hpp); the KFD process context
 // (kfd::driver), memory, queues and events below are the same code for both. On the emulator an
 // emulator_link attaches an AQL processor to each AQL queue the runtime creates.
@@ -43,6 +44,9 @@ enum class device_choice : std::uint8_t { automatic, real, emulated };
 inline constexpr std::string_view default_machine = "mi300x";
 // The environment variable that selects emulation (see the header comment).
 inline constexpr const char* emulate_env = "AQUEDUCT_EMULATE";
+// Set (and not "0"): every emulated AQL processor runs in adversarial mode (polls headers
+// eagerly and re-reads each body, so ThreadSanitizer sees a body written after its header).
+inline constexpr const char* adversarial_env = "AQUEDUCT_EMU_ADVERSARIAL";
 
 struct open_options {
   device_choice device = device_choice::automatic;
@@ -114,6 +118,8 @@ class system {
     if (!emulator) emulator = st->driver.file().template target<emu::device>();
     st->emulator = emulator;
     st->why = std::move(why);
+    if (const char* adv = std::getenv(adversarial_env); adv && *adv && std::string_view(adv) != "0")
+      e.processor.adversarial = true;
     if (emulator) st->link = std::make_unique<emulator_link>(*emulator, std::move(e), st->registry);
     system s;
     for (const kfd::node* n : st->driver.topo().gpu_nodes()) {

@@ -1,0 +1,36 @@
+// runtime: the "Using it" snippet of docs/runtime.md, verbatim apart from the checks, so the
+// README's example keeps compiling and computing the right answer (c[i] == i + 1).
+#include <aqueduct/runtime.hpp>
+
+#include <doctest/doctest.h>
+
+namespace aq = aqueduct;
+
+namespace {
+struct vadd_args { std::uint64_t a, b, c; std::uint32_t n; };
+
+// An emulated kernel: a host function that finds its kernargs and ids in the initial registers.
+void vadd(aq::emu::workgroup_context& ctx) {
+  const aq::host_workgroup wg(ctx);
+  const auto args = wg.args<vadd_args>();
+  wg.for_each_item([&](std::uint64_t i) {
+    if (i < args.n)
+      ctx.store<float>(args.c + 4 * i, ctx.load<float>(args.a + 4 * i) + ctx.load<float>(args.b + 4 * i));
+  });
+}
+}  // namespace
+
+TEST_CASE("docs/runtime.md 'Using it' snippet") {
+  auto sys = aq::system::open({.machine = "mi300x"});  // the snippet: aq::system::open()
+  const aq::agent& gpu = sys.default_agent();
+  auto exe  = gpu.load(aq::host_code_object{{{"vadd", vadd, sizeof(vadd_args)}}});
+  auto k    = exe.get_kernel("vadd");
+  const std::uint32_t n = 1 << 20;
+  auto a = gpu.alloc<float>(n), b = gpu.alloc<float>(n), c = gpu.alloc<float>(n);
+  for (std::uint32_t i = 0; i < n; ++i) a[i] = float(i), b[i] = 1.0f;
+  auto q = gpu.make_queue();                   // AQL, typed by the agent's family
+  q.wait(q.dispatch(k, aq::grid{n}, aq::block{256}, a, b, c, n));
+  std::uint32_t wrong = 0;
+  for (std::uint32_t i = 0; i < n; ++i) wrong += c[i] != float(i) + 1.0f;
+  CHECK(wrong == 0);
+}
