@@ -112,6 +112,9 @@ void print_node(const kfd::node& n, std::uint64_t doorbell_pages_mapped,
   kv("eop_buffer_size", c.eop_buffer_size);
   kv("ctx_save_restore_total", c.ctx_save_restore_total());
   kv("cwsr_source", c.exported ? std::string("sysfs (kernel exported)") : std::string("computed (kernel formula)"));
+  kv("cwsr_size_computed", c.computed.cwsr_size);            // arch::kernel_cwsr_sizes, always
+  kv("ctl_stack_size_computed", c.computed.ctl_stack_size);
+  kv("wg_data_size_computed", c.computed.wg_data_size);
   if (c.exported && !c.matches_export)
     std::printf("warning: the kernel exports cwsr_size %u / ctl_stack_size %u but its formula gives %u / %u; "
                 "the exported values are used\n",
