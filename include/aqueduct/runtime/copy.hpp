@@ -1,0 +1,237 @@
+// aqueduct/runtime/copy.hpp — copies: which engine moves the bytes (SDMA, else a shader copy),
+// and peer mappings for copies between GPUs (DESIGN.md requirement 8).
+//
+// Layer: runtime. `copy_engine::try_create(agent)` takes an SDMA queue of that agent when one can
+// be had (runtime/sdma_queue.hpp). When CREATE_QUEUE finds no free SDMA queue (ENOMEM, spec/kfd.md
+// §2.6; the emulator's machine_config::sdma_queues_per_engine knob makes that happen early) or the
+// process queue limit is hit, it falls back to a shader copy: a copy kernel dispatched on an AQL
+// compute queue of the same agent. On the emulator that kernel is the host kernel
+// `aqueduct_copy_bytes` (each workgroup moves one `shader_chunk_bytes` chunk through checked
+// accesses, so an unmapped address faults the dispatch with errc::device_fault); on a real GPU no
+// copy kernel ships yet and the fallback reports errc::not_supported.
+// Copies between GPUs run on the SOURCE GPU's engine after the destination is mapped to the
+// source GPU too: `peer_mapping::try_map(buffer, {source agent})` issues MAP_MEMORY_TO_GPU with
+// the buffer's own GPU and the peer (the owner's mapping is already there; the kernel and the
+// emulator skip it) and unmaps the peer again when destroyed. A queue that touches memory mapped
+// only to another GPU faults (emulator: errc::device_fault with the address).
+// Copies here are synchronous (submit, then wait); the SDMA queue itself also takes asynchronous
+// work (sdma_queue::try_copy returns a sequence number).
+// Thread safety: a copy_engine is used by one thread at a time; peer_mapping is a value.
+#pragma once
+
+#include <aqueduct/abi/kfd_ioctl.hpp>
+#include <aqueduct/core/result.hpp>
+#include <aqueduct/runtime/agent.hpp>
+#include <aqueduct/runtime/kernel.hpp>
+#include <aqueduct/runtime/memory.hpp>
+#include <aqueduct/runtime/queue.hpp>
+#include <aqueduct/runtime/sdma_queue.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace aqueduct::runtime {
+
+enum class copy_method : std::uint8_t { sdma, shader };
+[[nodiscard]] constexpr const char* to_string(copy_method m) noexcept { return m == copy_method::sdma ? "SDMA" : "shader"; }
+
+struct copy_options {
+  bool use_sdma = true;  // false: always the shader copy
+  sdma_queue_options sdma{};
+  std::uint32_t shader_queue_slots = 64;
+  std::uint64_t shader_chunk_bytes = 1u << 20;  // bytes per workgroup of the copy kernel
+  sync::nanoseconds timeout = std::chrono::seconds(60);
+};
+
+// The shader copy's kernel on the emulator: kernargs {dst, src, bytes, chunk}; workgroup i copies
+// [i*chunk, min((i+1)*chunk, bytes)). Checked accesses: unmapped memory faults the dispatch.
+struct copy_kernel_args {
+  std::uint64_t dst, src, bytes, chunk;
+};
+inline constexpr const char* copy_kernel_name = "aqueduct_copy_bytes";
+inline void copy_kernel(emu::workgroup_context& ctx) {
+  const host_workgroup wg(ctx);
+  const auto a = wg.args<copy_kernel_args>();
+  const std::uint64_t off = std::uint64_t{wg.id(0)} * a.chunk;
+  if (off >= a.bytes) return;
+  const std::uint64_t n = std::min(a.chunk, a.bytes - off);
+  const auto* s = ctx.ptr<const std::byte>(a.src + off, n);
+  auto* d = ctx.ptr<std::byte>(a.dst + off, n, true);
+  std::memmove(d, s, n);
+}
+
+class copy_engine {
+ public:
+  copy_engine() = default;
+  copy_engine(copy_engine&&) noexcept = default;
+  copy_engine& operator=(copy_engine&&) noexcept = default;
+
+  [[nodiscard]] static result<copy_engine> try_create(const agent& gpu, const copy_options& o = {}) {
+    copy_engine e;
+    e.gpu_ = gpu;
+    e.opt_ = o;
+    if (o.use_sdma) {
+      auto q = try_make_sdma_queue(gpu, o.sdma);
+      if (q) {
+        e.sdma_ = std::move(*q);
+        return e;
+      }
+      if (!(q.get_failure() == errc::out_of_resources)) return std::move(q).get_failure();
+      e.why_shader_ = std::string(q.detail());
+    } else {
+      e.why_shader_ = "SDMA not requested (copy_options::use_sdma = false)";
+    }
+    AQUEDUCT_TRY_VOID(e.try_make_shader_path());
+    return e;
+  }
+  [[nodiscard]] static copy_engine create(const agent& gpu, const copy_options& o = {}) { return try_create(gpu, o).value(); }
+
+  [[nodiscard]] copy_method method() const noexcept { return sdma_ ? copy_method::sdma : copy_method::shader; }
+  // Why the shader copy is used (CREATE_QUEUE's answer), empty with SDMA.
+  [[nodiscard]] const std::string& fallback_reason() const noexcept { return why_shader_; }
+  [[nodiscard]] const agent& gpu() const noexcept { return gpu_; }
+  [[nodiscard]] sdma_queue* sdma() noexcept { return sdma_ ? &*sdma_ : nullptr; }
+  [[nodiscard]] runtime::queue* shader_queue() noexcept { return shader_ ? &*shader_ : nullptr; }
+
+  // Copies `bytes` from src to dst, both mapped to this engine's GPU, and waits for it.
+  [[nodiscard]] result<void> try_copy(gpu_va dst, gpu_va src, std::uint64_t bytes) {
+    if (bytes == 0) return ok();
+    if (sdma_) {
+      AQUEDUCT_TRY(auto seq, sdma_->try_copy(dst, src, bytes, opt_.timeout));
+      return sdma_->try_wait(seq, opt_.timeout);
+    }
+    const std::uint64_t chunk = opt_.shader_chunk_bytes;
+    const std::uint64_t groups = (bytes + chunk - 1) / chunk;
+    constexpr std::uint64_t wg = 64;
+    if (groups * wg > 0xFFFFFFFFull)
+      return failure(errc::invalid_argument, "shader copy of " + std::to_string(bytes) + " bytes needs more than 2^32 work-items; raise shader_chunk_bytes");
+    dispatch_options d;
+    d.timeout = opt_.timeout;
+    AQUEDUCT_TRY(auto idx, shader_->try_dispatch_with(d, kernel_, grid{static_cast<std::uint32_t>(groups * wg)},
+                                                      block{static_cast<std::uint16_t>(wg)}, dst.value, src.value, bytes, chunk));
+    return shader_->try_wait(idx, opt_.timeout);
+  }
+  template <class T>
+  [[nodiscard]] result<void> try_copy(const buffer<T>& dst, const buffer<T>& src) {
+    if (dst.size() < src.size())
+      return failure(errc::invalid_argument, "copy: destination holds " + std::to_string(dst.size()) + " elements, source " +
+                                                 std::to_string(src.size()));
+    return try_copy(dst.va(), src.va(), src.size_bytes());
+  }
+  // A dword fill on SDMA (errc::not_supported on the shader path).
+  [[nodiscard]] result<void> try_fill(gpu_va dst, std::uint32_t value, std::uint64_t bytes) {
+    if (!sdma_) return failure(errc::not_supported, "fill without an SDMA queue");
+    AQUEDUCT_TRY(auto seq, sdma_->try_fill(dst, value, bytes, opt_.timeout));
+    return sdma_->try_wait(seq, opt_.timeout);
+  }
+
+ private:
+  result<void> try_make_shader_path() {
+    if (!gpu_.emulated())
+      return failure(errc::not_supported, "no SDMA queue on " + gpu_.gfx_name() + " (" + why_shader_ +
+                                              ") and aqueduct ships no gfx copy kernel yet for the shader fallback");
+    host_code_object hco;
+    hco.kernels.push_back({copy_kernel_name, copy_kernel, sizeof(copy_kernel_args), 0});
+    AQUEDUCT_TRY(auto exe, gpu_.try_load(hco));
+    AQUEDUCT_TRY(kernel_, exe.try_kernel(copy_kernel_name));
+    exe_.emplace(std::move(exe));
+    queue_options qo;
+    qo.slots = opt_.shader_queue_slots;
+    AQUEDUCT_TRY(auto q, gpu_.try_make_queue(qo));
+    shader_.emplace(std::move(q));
+    return ok();
+  }
+
+  agent gpu_{};
+  copy_options opt_{};
+  std::optional<sdma_queue> sdma_;
+  std::string why_shader_;
+  std::optional<executable> exe_;
+  kernel kernel_{};
+  std::optional<runtime::queue> shader_;  // declared last: destroyed (drained) first
+};
+
+// A buffer mapped to more GPUs than its own; the extra mappings end with this value.
+class peer_mapping {
+ public:
+  peer_mapping() = default;
+  peer_mapping(peer_mapping&& o) noexcept
+      : d_(o.d_), handle_(o.handle_), peers_(std::move(o.peers_)) { o.peers_.clear(); }
+  peer_mapping& operator=(peer_mapping&& o) noexcept {
+    if (this != &o) {
+      reset();
+      d_ = o.d_;
+      handle_ = o.handle_;
+      peers_ = std::move(o.peers_);
+      o.peers_.clear();
+    }
+    return *this;
+  }
+  ~peer_mapping() { reset(); }
+
+  // MAP_MEMORY_TO_GPU of `bo` with device ids {its own GPU, each peer}.
+  [[nodiscard]] static result<peer_mapping> try_map(const kfd::buffer<any_device_file>& bo, std::span<const agent> peers) {
+    if (peers.empty()) return failure(errc::invalid_argument, "peer_mapping: no peer named");
+    peer_mapping m;
+    m.d_ = peers.front().state().sys->ref();
+    m.handle_ = bo.handle();
+    std::vector<std::uint32_t> ids{bo.gpu_id()};
+    for (const agent& a : peers)
+      if (a.gpu_id() != bo.gpu_id()) ids.push_back(a.gpu_id());
+    abi::kfd::map_memory_to_gpu_args a{};
+    a.handle = bo.handle();
+    a.device_ids_array_ptr = reinterpret_cast<std::uint64_t>(ids.data());
+    a.n_devices = static_cast<std::uint32_t>(ids.size());
+    AQUEDUCT_TRY_VOID(m.d_.try_ioctl(abi::kfd::amdkfd_ioc_map_memory_to_gpu, &a,
+                                     "peer mapping of a buffer of gpu_id " + std::to_string(bo.gpu_id())));
+    if (a.n_success != a.n_devices)
+      return failure(errc::ioctl_failed, "AMDKFD_IOC_MAP_MEMORY_TO_GPU mapped " + std::to_string(a.n_success) + " of " +
+                                             std::to_string(a.n_devices) + " devices");
+    m.peers_.assign(ids.begin() + 1, ids.end());
+    return m;
+  }
+  template <class T>
+  [[nodiscard]] static result<peer_mapping> try_map(const buffer<T>& b, std::span<const agent> peers) {
+    return try_map(b.bo(), peers);
+  }
+  template <class T>
+  [[nodiscard]] static result<peer_mapping> try_map(const buffer<T>& b, const agent& peer) {
+    return try_map(b.bo(), std::span<const agent>(&peer, 1));
+  }
+
+  [[nodiscard]] const std::vector<std::uint32_t>& peers() const noexcept { return peers_; }
+  // UNMAP_MEMORY_FROM_GPU for the peers only (the owner's mapping belongs to the buffer).
+  [[nodiscard]] result<void> try_unmap() noexcept {
+    if (peers_.empty()) return ok();
+    abi::kfd::unmap_memory_from_gpu_args u{};
+    u.handle = handle_;
+    u.device_ids_array_ptr = reinterpret_cast<std::uint64_t>(peers_.data());
+    u.n_devices = static_cast<std::uint32_t>(peers_.size());
+    auto r = d_.try_ioctl(abi::kfd::amdkfd_ioc_unmap_memory_from_gpu, &u, "peer unmapping");
+    peers_.clear();
+    return r;
+  }
+  void reset() noexcept { (void)try_unmap(); }
+
+ private:
+  kfd::driver_ref<any_device_file> d_{};
+  std::uint64_t handle_ = 0;
+  std::vector<std::uint32_t> peers_;
+};
+
+// Copies `src` (on the engine's GPU, or mapped to it) into `dst` on another GPU: maps `dst` to the
+// source GPU for the copy and runs it on the source GPU's engine (DESIGN.md requirement 8).
+template <class T>
+[[nodiscard]] result<void> try_copy_to_peer(copy_engine& source_engine, const buffer<T>& dst, const buffer<T>& src) {
+  AQUEDUCT_TRY(auto m, peer_mapping::try_map(dst, source_engine.gpu()));
+  return source_engine.try_copy(dst, src);
+}
+
+}  // namespace aqueduct::runtime

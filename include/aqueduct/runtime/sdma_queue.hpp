@@ -1,0 +1,345 @@
+// aqueduct/runtime/sdma_queue.hpp — `sdma_queue`: a KFD SDMA queue of one agent, typed by its
+// SDMA engine version, with completion waits; on the emulator an emu::sdma_engine runs it.
+//
+// Layer: runtime. Made by `try_make_sdma_queue(agent, options)`, which creates, exactly as on
+// /dev/kfd: the ring and the pointer page (kfd::queue_resources, queue_kind::sdma or
+// sdma_by_engine; read pointer at byte 0, write pointer at byte 64 of the page, both 64-bit byte
+// counts, spec/kfd.md §2.7) and one KFD signal event. The engine version is fixed once, from the
+// agent's target (arch::visit_family → queue::sdma::encoder_for<Target>). Every submission ends
+// with a FENCE of a 64-bit sequence number into the pointer page (two 32-bit FENCEs, low dword
+// first, as Linux fences 64-bit sequences), then FENCE(mailbox, event id) + TRAP(event id) — the
+// KFD timeline tinygrad uses (spec/packets.md §3.4) — so waits spin briefly, then block in
+// AMDKFD_IOC_WAIT_EVENTS.
+// On the emulated device this type attaches an emu::sdma_engine to the queue itself, from what
+// the emulated KFD accepted (emu::device::queues(), the record its per-queue hook keeps), and
+// stops it before DESTROY_QUEUE, as runtime/pm4_queue.hpp does for PM4. A fault of the engine
+// (an address not mapped for this GPU) makes every wait fail with errc::device_fault and the
+// faulting address; a malformed packet with errc::queue_error.
+// CREATE_QUEUE failing with ENOMEM (no free SDMA queue, spec/kfd.md §2.6), ENOSPC or EPERM is
+// reported as errc::out_of_resources, so callers can fall back (runtime/copy.hpp).
+// Thread safety: submissions and waits are serialised by an internal mutex (any thread);
+// destroy with no concurrent use. Destroy before the system.
+#pragma once
+
+#include <aqueduct/abi/sdma.hpp>
+#include <aqueduct/arch/target.hpp>
+#include <aqueduct/core/result.hpp>
+#include <aqueduct/emu/device.hpp>
+#include <aqueduct/emu/sdma_engine.hpp>
+#include <aqueduct/kfd/events.hpp>
+#include <aqueduct/kfd/queue_resources.hpp>
+#include <aqueduct/queue/sdma_queue.hpp>
+#include <aqueduct/runtime/agent.hpp>
+#include <aqueduct/runtime/detail/state.hpp>
+#include <aqueduct/sync/atomics.hpp>
+#include <aqueduct/sync/wait.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <variant>
+
+namespace aqueduct::runtime {
+
+struct sdma_queue_options {
+  std::uint64_t ring_bytes = 64 * 1024;  // power of two >= 1024
+  // An SDMA queue on this engine (KFD 1.17+ SDMA_BY_ENG_ID); empty: any PCIe SDMA engine.
+  std::optional<std::uint32_t> engine_id{};
+  std::uint32_t priority = 7;
+  sync::wait_policy wait{};
+  sync::nanoseconds drain_timeout = std::chrono::seconds(5);
+  emu::sdma_engine_options emulation{};
+};
+
+// The doorbell of an SDMA queue: 64-bit, the write pointer in bytes (spec/kfd.md §3.3); on the
+// emulator it also wakes the engine (it cannot observe an MMIO-like store).
+struct sdma_doorbell {
+  std::uint64_t* word = nullptr;
+  emu::sdma_engine* watcher = nullptr;
+  void ring(std::uint64_t wptr_bytes) noexcept {
+    sync::atomic_store(*word, wptr_bytes, std::memory_order_release);
+    if (watcher) watcher->notify();
+  }
+};
+static_assert(aqueduct::queue::doorbell<sdma_doorbell>);
+
+namespace detail {
+template <abi::sdma::engine E>
+using sdma_q = aqueduct::queue::sdma_queue<E, sdma_doorbell>;
+using any_sdma_q = std::variant<std::monostate, sdma_q<abi::sdma::engine::v4_0>, sdma_q<abi::sdma::engine::v5_0>,
+                                sdma_q<abi::sdma::engine::v5_2>, sdma_q<abi::sdma::engine::v6_0>,
+                                sdma_q<abi::sdma::engine::v7_0>>;
+
+struct sdma_gpu_view final : emu::vm_access {
+  sdma_gpu_view(emu::device& d, std::uint32_t gpu) noexcept : dev(&d), gpu_id(gpu) {}
+  [[nodiscard]] bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
+    try {
+      return dev->is_mapped(gpu_id, va, len);
+    } catch (...) {
+      return false;
+    }
+  }
+  emu::device* dev;
+  std::uint32_t gpu_id;
+};
+struct sdma_device_events final : emu::event_notifier {
+  explicit sdma_device_events(emu::device& d) noexcept : dev(&d) {}
+  void signal_event(std::uint32_t id) noexcept override {
+    try {
+      dev->signal_event(id);
+    } catch (...) {
+    }
+  }
+  emu::device* dev;
+};
+
+struct sdma_queue_state {
+  agent_state* agent = nullptr;
+  sdma_queue_options opt{};
+  abi::sdma::engine engine = abi::sdma::engine::v6_0;
+  kfd::queue_resources<file_type> res;
+  kfd::event<file_type> event;
+  std::uint64_t* progress = nullptr;  // in the pointer page
+  gpu_va progress_va{};
+  std::uint64_t submitted = 0;  // last sequence number submitted
+  any_sdma_q q;
+  std::unique_ptr<sdma_gpu_view> vm;          // emulator only
+  std::unique_ptr<sdma_device_events> events;  // emulator only
+  std::unique_ptr<emu::sdma_engine> engine_model;  // emulator only
+  std::mutex mu;
+};
+
+// "(ENOMEM, -12)" in kfd::ioctl_failure's text: CREATE_QUEUE found no free SDMA queue.
+[[nodiscard]] inline bool no_queue_left(const failure& f) {
+  const std::string_view d = f.detail();
+  return f == errc::ioctl_failed && (d.find("(ENOMEM,") != std::string_view::npos ||
+                                     d.find("(ENOSPC,") != std::string_view::npos ||
+                                     d.find("(EPERM,") != std::string_view::npos);
+}
+}  // namespace detail
+
+[[nodiscard]] constexpr const char* to_string(abi::sdma::engine e) noexcept { return emu::engine_name(e); }
+
+class sdma_queue {
+ public:
+  static constexpr std::size_t rptr_offset = 0, wptr_offset = 64, progress_offset = 512;
+
+  sdma_queue() = default;
+  explicit sdma_queue(std::unique_ptr<detail::sdma_queue_state> s) noexcept : s_(std::move(s)) {}
+  sdma_queue(sdma_queue&&) noexcept = default;
+  sdma_queue& operator=(sdma_queue&& o) noexcept {
+    if (this != &o) {
+      destroy();
+      s_ = std::move(o.s_);
+    }
+    return *this;
+  }
+  ~sdma_queue() { destroy(); }
+
+  // ---- work (each returns the sequence number to wait for) -----------------------------------
+  // dst and src must be mapped to this queue's GPU (for a peer, map its buffer here too).
+  result<std::uint64_t> try_copy(gpu_va dst, gpu_va src, std::uint64_t bytes, sync::nanoseconds timeout = sync::infinite) {
+    return submit(timeout, [&](auto& q) { return q.try_copy(dst, src, bytes, timeout, false); });
+  }
+  // A dword fill (dst, bytes multiples of 4).
+  result<std::uint64_t> try_fill(gpu_va dst, std::uint32_t value, std::uint64_t bytes, sync::nanoseconds timeout = sync::infinite) {
+    if (!dst.aligned(4) || bytes % 4) return failure(errc::invalid_argument, "SDMA fill: address and length must be dword multiples");
+    return submit(timeout, [&](auto& q) { return q.try_fill(dst, value, bytes, timeout, false); });
+  }
+  // Later work waits until the 32-bit word at `addr` is >= `value` (POLL_REGMEM).
+  result<std::uint64_t> try_wait_memory(gpu_va addr, std::uint32_t value, sync::nanoseconds timeout = sync::infinite) {
+    return submit(timeout, [&](auto& q) {
+      return q.try_wait(addr, value, 0xFFFFFFFFu, abi::sdma::poll_regmem::function::greater_equal, timeout, false);
+    });
+  }
+  // The GPU timestamp (8-byte aligned address).
+  result<std::uint64_t> try_timestamp(gpu_va addr, sync::nanoseconds timeout = sync::infinite) {
+    return submit(timeout, [&](auto& q) { return q.try_timestamp(addr, timeout, false); });
+  }
+
+  // ---- waits --------------------------------------------------------------------------------------
+  [[nodiscard]] std::uint64_t completed() const noexcept { return sync::atomic_load(*s_->progress, std::memory_order_acquire); }
+  // Until work `seq` completed; errc::device_fault / queue_error when the engine stopped, timeout.
+  [[nodiscard]] result<void> try_wait(std::uint64_t seq, sync::nanoseconds timeout = sync::infinite) const;
+  [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const {
+    return try_wait(s_->submitted, timeout);
+  }
+
+  // ---- state --------------------------------------------------------------------------------------
+  [[nodiscard]] abi::sdma::engine engine() const noexcept { return s_->engine; }
+  [[nodiscard]] std::uint32_t queue_id() const noexcept { return s_->res.queue_id(); }
+  [[nodiscard]] std::uint32_t gpu_id() const noexcept { return s_->res.gpu_id(); }
+  [[nodiscard]] bool emulated() const noexcept { return s_->engine_model != nullptr; }
+  [[nodiscard]] emu::sdma_engine* engine_model() const noexcept { return s_->engine_model.get(); }
+  [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
+  // The engine's error (emulator), as a failure; none when running.
+  [[nodiscard]] std::optional<failure> fault() const {
+    if (s_->engine_model && s_->engine_model->has_error())
+      if (auto e = s_->engine_model->error()) return e->to_failure();
+    return std::nullopt;
+  }
+  void describe(std::string& out) const {
+    out += "SDMA queue " + std::to_string(queue_id()) + " on gpu_id " + std::to_string(gpu_id()) + ": ";
+    std::visit([&](const auto& q) {
+      if constexpr (!std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) q.describe(out);
+    }, s_->q);
+    out += "; completed " + std::to_string(completed()) + " of " + std::to_string(s_->submitted);
+    if (auto e = s_->engine_model ? s_->engine_model->error() : std::nullopt) out += "; engine: " + e->detail;
+  }
+
+  // Drain (bounded), stop an emulated engine, DESTROY_QUEUE, free everything.
+  void destroy() noexcept {
+    if (!s_) return;
+    if (!fault()) (void)try_finish(s_->opt.drain_timeout);
+    if (s_->engine_model) s_->engine_model->stop();
+    s_->q.emplace<std::monostate>();
+    s_->res.reset();
+    s_->engine_model.reset();
+    s_->event.reset();
+    s_.reset();
+  }
+
+ private:
+  template <class F>
+  result<std::uint64_t> submit(sync::nanoseconds timeout, F&& body) {
+    std::lock_guard lock(s_->mu);
+    if (auto f = fault()) return *f;
+    const std::uint64_t seq = s_->submitted + 1;
+    result<void> r = std::visit(
+        [&](auto& q) -> result<void> {
+          if constexpr (std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) {
+            return failure(errc::invalid_argument, "SDMA queue destroyed");
+          } else {
+            AQUEDUCT_TRY_VOID(body(q));
+            AQUEDUCT_TRY_VOID(q.try_fence64(s_->progress_va, seq, timeout, false));
+            return q.try_signal_event(s_->event.mailbox_va(), s_->event.id(), timeout, true);
+          }
+        },
+        s_->q);
+    if (!r) return std::move(r).get_failure();
+    s_->submitted = seq;
+    return seq;
+  }
+
+  std::unique_ptr<detail::sdma_queue_state> s_;
+};
+
+inline result<void> sdma_queue::try_wait(std::uint64_t seq, sync::nanoseconds timeout) const {
+  auto done = [&] { return completed() >= seq; };
+  if (done()) return ok();
+  const auto start = sync::clock::now();
+  const auto deadline = sync::deadline_after(timeout);
+  const sync::wait_policy& pol = s_->opt.wait;
+  if (pol.kind != sync::wait_kind::block) {
+    const auto spin_until = pol.kind == sync::wait_kind::spin ? deadline : std::min(deadline, sync::deadline_after(pol.spin_for));
+    for (unsigned i = 0;; ++i) {
+      if (done()) return ok();
+      if ((i & 63) == 63 && (sync::clock::now() >= spin_until || fault())) break;
+      AQUEDUCT_CPU_RELAX();
+    }
+  }
+  detail::kfd_waiter w{s_->agent->sys->ref()};
+  bool can_block = true;
+  sync::backoff bo;
+  for (;;) {
+    if (done()) return ok();
+    if (auto f = fault()) {
+      std::string d(f->detail());
+      d += "; ";
+      describe(d);
+      return failure(f->code(), std::move(d));
+    }
+    const auto now = sync::clock::now();
+    if (now >= deadline) {
+      std::string d = "waited " + std::to_string(std::chrono::duration<double, std::milli>(now - start).count()) +
+                      " ms for SDMA work " + std::to_string(seq) + " on ";
+      describe(d);
+      return failure(errc::timeout, std::move(d));
+    }
+    if (can_block) {
+      const auto slice = std::min<sync::nanoseconds>(deadline - now, pol.max_block);
+      if (w.wait(s_->event.id(), slice) == sync::event_status::failed) can_block = false;
+    } else {
+      bo.pause();
+    }
+  }
+}
+
+// Creates an SDMA queue on `gpu` (see the header comment).
+[[nodiscard]] inline result<sdma_queue> try_make_sdma_queue(const agent& gpu, const sdma_queue_options& o = {}) {
+  if (o.ring_bytes < 1024 || (o.ring_bytes & (o.ring_bytes - 1)) != 0)
+    return failure(errc::invalid_argument, "sdma_queue_options::ring_bytes must be a power of two >= 1024");
+  detail::agent_state& a = gpu.state();
+  auto st = std::make_unique<detail::sdma_queue_state>();
+  st->agent = &a;
+  st->opt = o;
+  // The one run-time branch on the architecture for this queue's lifetime (DESIGN.md §3).
+  AQUEDUCT_TRY(st->engine, arch::visit_family(gpu.gfx_target_version(),
+                                              static_cast<std::uint32_t>(a.node->properties.simd_arrays_per_engine),
+                                              [](auto target) {
+                                                return aqueduct::queue::sdma::encoder_for<decltype(target)>::engine;
+                                              }));
+  AQUEDUCT_TRY(auto* doorbells, detail::try_doorbells(a));
+  kfd::queue_options ko;
+  ko.kind = o.engine_id ? kfd::queue_kind::sdma_by_engine : kfd::queue_kind::sdma;
+  ko.sdma_engine_id = o.engine_id.value_or(0);
+  ko.ring_size = byte_count(o.ring_bytes);
+  ko.priority = o.priority;
+  ko.rptr_offset = sdma_queue::rptr_offset;
+  ko.wptr_offset = sdma_queue::wptr_offset;
+  auto res = kfd::queue_resources<detail::file_type>::try_create(a.sys->ref(), *a.node, *doorbells, ko);
+  if (!res) {
+    if (detail::no_queue_left(res.get_failure()))
+      return failure(errc::out_of_resources, "no SDMA queue left on gpu_id " + std::to_string(a.node->gpu_id) + ": " +
+                                                 std::string(res.detail()));
+    return std::move(res).get_failure();
+  }
+  st->res = std::move(*res);
+  AQUEDUCT_TRY(st->event, a.sys->try_make_event(*a.node));
+  auto* page = static_cast<std::byte*>(st->res.pointers().host);
+  st->progress = reinterpret_cast<std::uint64_t*>(page + sdma_queue::progress_offset);
+  st->progress_va = st->res.pointers().va + byte_count(sdma_queue::progress_offset);
+  sync::atomic_store(*st->progress, 0, std::memory_order_release);
+  const aqueduct::queue::sdma_queue_memory mem{st->res.ring().as<std::uint32_t>(), st->res.ring_size(),
+                                               reinterpret_cast<std::uint64_t*>(page + sdma_queue::rptr_offset),
+                                               reinterpret_cast<std::uint64_t*>(page + sdma_queue::wptr_offset)};
+  const sdma_doorbell db{static_cast<std::uint64_t*>(st->res.doorbell()), nullptr};
+  switch (st->engine) {
+    case abi::sdma::engine::v4_0: st->q.emplace<detail::sdma_q<abi::sdma::engine::v4_0>>(mem, db, true); break;
+    case abi::sdma::engine::v5_0: st->q.emplace<detail::sdma_q<abi::sdma::engine::v5_0>>(mem, db, true); break;
+    case abi::sdma::engine::v5_2: st->q.emplace<detail::sdma_q<abi::sdma::engine::v5_2>>(mem, db, true); break;
+    case abi::sdma::engine::v6_0: st->q.emplace<detail::sdma_q<abi::sdma::engine::v6_0>>(mem, db, true); break;
+    case abi::sdma::engine::v7_0: st->q.emplace<detail::sdma_q<abi::sdma::engine::v7_0>>(mem, db, true); break;
+  }
+  if (emu::device* dev = a.sys->emulator) {
+    std::optional<emu::queue_info> info;
+    for (const auto& q : dev->queues())
+      if (q.queue_id == st->res.queue_id()) info = q;
+    if (!info || !info->is_sdma())
+      return failure(errc::not_found, "emulated KFD does not list SDMA queue " + std::to_string(st->res.queue_id()));
+    emu::sdma_queue_binding b;
+    b.ring_va = info->ring_base_address;
+    b.ring_bytes = info->ring_size;
+    b.read_pointer_va = info->read_pointer_address;
+    b.write_pointer_va = info->write_pointer_address;
+    b.doorbell = static_cast<const std::uint64_t*>(info->doorbell);
+    b.engine = st->engine;
+    b.gpu_id = info->gpu_id;
+    b.queue_id = info->queue_id;
+    st->vm = std::make_unique<detail::sdma_gpu_view>(*dev, a.node->gpu_id);
+    st->events = std::make_unique<detail::sdma_device_events>(*dev);
+    AQUEDUCT_TRY(st->engine_model, emu::sdma_engine::try_create(b, *st->vm, *st->events, o.emulation));
+    std::visit([&](auto& q) {
+      if constexpr (!std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) q.get_doorbell().watcher = st->engine_model.get();
+    }, st->q);
+  }
+  return sdma_queue(std::move(st));
+}
+[[nodiscard]] inline sdma_queue make_sdma_queue(const agent& gpu, const sdma_queue_options& o = {}) {
+  return try_make_sdma_queue(gpu, o).value();
+}
+
+}  // namespace aqueduct::runtime

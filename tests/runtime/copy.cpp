@@ -1,0 +1,222 @@
+// runtime/copy.hpp and runtime/sdma_queue.hpp on emulated machines: SDMA copies through the real
+// KFD path (CREATE_QUEUE of an SDMA queue, doorbell, emulated engine), the fallback to a shader
+// copy when SDMA queues run out, peer copies on the source GPU's engine, and faults.
+// Expected values: copy results from std::memcpy over the same host inputs; engine versions from
+// spec/packets.md §3.2/§3.3 (gfx9 incl. MI300 → SDMA 4.x, gfx10.3 → 5.2, gfx11 → 6); SDMA queue
+// exhaustion from the machine's own numbers (engines × the queues-per-engine knob, spec/kfd.md
+// §2.6: no free SDMA queue id → ENOMEM); fault addresses from the buffers the test allocated.
+#include <aqueduct/runtime.hpp>
+#include <aqueduct/runtime/copy.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace rt = aqueduct::runtime;
+namespace emu = aqueduct::emu;
+using aqueduct::errc;
+using aqueduct::gpu_va;
+using aqueduct::abi::sdma::engine;
+
+namespace {
+
+void pattern(unsigned char* p, std::size_t n, unsigned seed) {
+  std::uint32_t x = 2463534242u ^ (seed * 2654435761u);
+  for (std::size_t i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    p[i] = static_cast<unsigned char>(x);
+  }
+}
+
+std::string hex(std::uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+// host → device → host through `e` at odd offsets; compares against memcpy of the input.
+void round_trip(const rt::agent& gpu, rt::copy_engine& e, std::size_t n, std::size_t off) {
+  auto in = gpu.alloc<unsigned char>(n + 16);
+  auto dev = gpu.alloc<unsigned char>(n + 16, rt::memory_kind::device);
+  auto out = gpu.alloc<unsigned char>(n + 16);
+  pattern(in.data(), n + 16, static_cast<unsigned>(n + off));
+  std::memset(out.data(), 0x5A, n + 16);
+  std::vector<unsigned char> expect(n + 16, 0x5A);
+  std::memcpy(expect.data() + 3, in.data() + off, n);
+  REQUIRE(e.try_copy(dev.va() + aqueduct::byte_count(1), in.va() + aqueduct::byte_count(off), n));
+  REQUIRE(e.try_copy(out.va() + aqueduct::byte_count(3), dev.va() + aqueduct::byte_count(1), n));
+  CHECK(std::memcmp(out.data(), expect.data(), n + 16) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("SDMA copies on every preset use the agent's engine version and round-trip byte for byte") {
+  struct row {
+    const char* machine;
+    engine expected;
+  };
+  for (const row& r : {row{"mi300x", engine::v4_0}, row{"mi250x", engine::v4_0}, row{"rx6900xt", engine::v5_2},
+                       row{"rx7900xtx", engine::v6_0}}) {
+    CAPTURE(r.machine);
+    auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = r.machine});
+    const auto& gpu = sys.default_agent();
+    auto e = rt::copy_engine::create(gpu);
+    REQUIRE(e.method() == rt::copy_method::sdma);
+    CHECK(e.sdma()->engine() == r.expected);
+    CHECK(e.sdma()->emulated());
+    for (std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{4096}, std::size_t{4097}, std::size_t{65539}})
+      round_trip(gpu, e, n, n % 4);
+    // past one packet's maximum on the 22-bit engines (0x3FFF00, spec §3.3)
+    if (r.expected == engine::v4_0) round_trip(gpu, e, 0x3FFF00 + 5, 1);
+    // a fill
+    auto f = gpu.alloc<std::uint32_t>(1024);
+    REQUIRE(e.try_fill(f.va() + aqueduct::byte_count(4), 0xC0FFEE11u, 4 * 1000));
+    CHECK(f[0] == 0);
+    CHECK(f[1] == 0xC0FFEE11u);
+    CHECK(f[1000] == 0xC0FFEE11u);
+    CHECK(f[1001] == 0);
+  }
+}
+
+TEST_CASE("SDMA queue: poll dependency on a host-written word, timestamps, waits block on the KFD event") {
+  auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = "rx7900xtx"});
+  const auto& gpu = sys.default_agent();
+  auto q = rt::make_sdma_queue(gpu);
+  auto mem = gpu.alloc<std::uint64_t>(512);
+  auto* word = reinterpret_cast<std::uint32_t*>(mem.data());
+  auto gate = q.try_wait_memory(mem.va(), 3);
+  REQUIRE(gate);
+  auto ts = q.try_timestamp(mem.va() + aqueduct::byte_count(64));
+  REQUIRE(ts);
+  CHECK(q.try_wait(*ts, std::chrono::milliseconds(30)).get_failure() == errc::timeout);
+  CHECK(mem[8] == 0);  // nothing after the poll ran
+  std::atomic_ref<std::uint32_t>(*word).store(3, std::memory_order_release);
+  REQUIRE(q.try_wait(*ts, std::chrono::seconds(10)));
+  CHECK(mem[8] != 0);
+  CHECK(q.completed() == *ts);
+}
+
+TEST_CASE("when SDMA queues run out, copies fall back to the shader copy with correct results") {
+  auto cfg = emu::machine_config::parse("rx7900xtx");
+  cfg.sdma_queues_per_engine = 1;  // the emulator's knob: 2 engines × 1 queue
+  auto sys = rt::system::try_open_emulated(cfg).value();
+  const auto& gpu = sys.default_agent();
+  const std::uint32_t slots = static_cast<std::uint32_t>(gpu.node().properties.num_sdma_engines) * 1;
+  REQUIRE(slots == 2);
+  std::vector<rt::copy_engine> sdma_engines;
+  for (std::uint32_t i = 0; i < slots; ++i) {
+    sdma_engines.push_back(rt::copy_engine::create(gpu));
+    CHECK(sdma_engines.back().method() == rt::copy_method::sdma);
+  }
+  // A raw SDMA queue now fails with out_of_resources (CREATE_QUEUE: ENOMEM).
+  auto none = rt::try_make_sdma_queue(gpu);
+  REQUIRE_FALSE(none);
+  CHECK(none.get_failure() == errc::out_of_resources);
+  CHECK(std::string(none.detail()).find("ENOMEM") != std::string::npos);
+
+  rt::copy_options o;
+  o.shader_chunk_bytes = 4096;  // many workgroups: chunk boundaries inside the copy
+  auto fb = rt::copy_engine::create(gpu, o);
+  REQUIRE(fb.method() == rt::copy_method::shader);
+  CHECK(fb.fallback_reason().find("ENOMEM") != std::string::npos);
+  for (std::size_t n : {std::size_t{1}, std::size_t{4095}, std::size_t{4097}, std::size_t{3 * 4096 + 7}, std::size_t{1 << 20}})
+    round_trip(gpu, fb, n, 3);
+  // A fault on the shader path: an unmapped source.
+  auto out = gpu.alloc<unsigned char>(64);
+  std::vector<unsigned char> stray(64);
+  auto f = fb.try_copy(out.va(), gpu_va(reinterpret_cast<std::uintptr_t>(stray.data())), 64);
+  REQUIRE_FALSE(f);
+  CHECK(f.get_failure() == errc::device_fault);
+
+  // Releasing an SDMA queue makes one available again.
+  sdma_engines.pop_back();
+  auto again = rt::copy_engine::create(gpu);
+  CHECK(again.method() == rt::copy_method::sdma);
+}
+
+TEST_CASE("peer copies run on the source GPU's engine once the destination is mapped to it") {
+  auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = "2*rx7900xtx"});
+  REQUIRE(sys.agents().size() == 2);
+  const auto& g0 = sys.agents()[0];
+  const auto& g1 = sys.agents()[1];
+  constexpr std::size_t n = 300000;
+  auto in = g0.alloc<unsigned char>(n);
+  auto a = g0.alloc<unsigned char>(n, rt::memory_kind::device);
+  auto b = g1.alloc<unsigned char>(n, rt::memory_kind::device);
+  auto out = g1.alloc<unsigned char>(n);
+  pattern(in.data(), n, 77);
+  std::vector<unsigned char> expect(in.data(), in.data() + n);
+  auto e0 = rt::copy_engine::create(g0);
+  auto e1 = rt::copy_engine::create(g1);
+  REQUIRE(e0.method() == rt::copy_method::sdma);
+  CHECK(e0.sdma()->gpu_id() == g0.gpu_id());
+  REQUIRE(e0.try_copy(a, in));
+
+  SUBCASE("without the peer mapping GPU 0's engine faults at the destination's first byte") {
+    auto r = e0.try_copy(b, a);
+    REQUIRE_FALSE(r);
+    CHECK(r.get_failure() == errc::device_fault);
+    CHECK(std::string(r.detail()).find(hex(b.address())) != std::string::npos);
+    CHECK(e0.sdma()->engine_model()->error()->address == b.address());
+  }
+  SUBCASE("mapped to both GPUs: the copy runs on GPU 0's SDMA engine") {
+    auto m = rt::peer_mapping::try_map(b, g0);
+    REQUIRE(m);
+    CHECK(m->peers() == std::vector<std::uint32_t>{g0.gpu_id()});
+    CHECK(sys.emulator()->is_mapped(g0.gpu_id(), b.address(), n));
+    CHECK(sys.emulator()->is_mapped(g1.gpu_id(), b.address(), n));
+    const auto moved_before = e0.sdma()->engine_model()->bytes_moved();
+    REQUIRE(e0.try_copy(b, a));
+    CHECK(e0.sdma()->engine_model()->bytes_moved() == moved_before + n);  // GPU 0's engine did it
+    REQUIRE(e1.try_copy(out, b));
+    CHECK(std::memcmp(out.data(), expect.data(), n) == 0);
+    m->reset();
+    CHECK_FALSE(sys.emulator()->is_mapped(g0.gpu_id(), b.address(), n));
+  }
+  SUBCASE("try_copy_to_peer maps for the copy") {
+    REQUIRE(rt::try_copy_to_peer(e0, b, a));
+    CHECK_FALSE(sys.emulator()->is_mapped(g0.gpu_id(), b.address(), 1));
+    REQUIRE(e1.try_copy(out, b));
+    CHECK(std::memcmp(out.data(), expect.data(), n) == 0);
+  }
+  SUBCASE("GPU 1 reading GPU 0's buffer without a mapping faults too") {
+    auto r = e1.try_copy(out, a);
+    REQUIRE_FALSE(r);
+    CHECK(r.get_failure() == errc::device_fault);
+    CHECK(std::string(r.detail()).find(hex(a.address())) != std::string::npos);
+  }
+}
+
+TEST_CASE("an SDMA fault on an unmapped address is reported, and the queue stays failed") {
+  auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = "mi300x"});
+  const auto& gpu = sys.default_agent();
+  auto e = rt::copy_engine::create(gpu);
+  auto buf = gpu.alloc<unsigned char>(8192);
+  std::vector<unsigned char> stray(4096);
+  const std::uint64_t bad = reinterpret_cast<std::uintptr_t>(stray.data()) + 17;
+  auto r = e.try_copy(buf.va(), gpu_va(bad), 100);
+  REQUIRE_FALSE(r);
+  CHECK(r.get_failure() == errc::device_fault);
+  CHECK(std::string(r.detail()).find(hex(bad)) != std::string::npos);
+  // A copy that runs off the end of a mapped buffer reports the first byte past it that no BO
+  // mapped to this GPU covers (found here with the device's own VM query, page by page).
+  auto e2 = rt::copy_engine::create(gpu);
+  auto big = gpu.alloc<unsigned char>(1 << 20);
+  const std::uint64_t dst = buf.address() + 4096;
+  std::uint64_t expect = buf.address() + 8192;
+  while (sys.emulator()->is_mapped(gpu.gpu_id(), expect, 1)) expect += 4096;
+  REQUIRE(expect < dst + (1 << 20));
+  auto r2 = e2.try_copy(gpu_va(dst), big.va(), 1 << 20);
+  REQUIRE_FALSE(r2);
+  CHECK(r2.get_failure() == errc::device_fault);
+  CHECK(e2.sdma()->engine_model()->error()->address == expect);
+  // Later work on the failed queue fails at once.
+  auto r3 = e.try_copy(buf.va(), buf.va() + aqueduct::byte_count(100), 10);
+  REQUIRE_FALSE(r3);
+  CHECK(r3.get_failure() == errc::device_fault);
+}
