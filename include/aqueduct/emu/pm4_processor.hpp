@@ -250,7 +250,7 @@ class pm4_processor {
   [[nodiscard]] std::uint64_t doorbell_value() const noexcept { return doorbell_.load(std::memory_order_acquire); }
   [[nodiscard]] std::uint64_t dispatches() const noexcept { return dispatches_.load(std::memory_order_acquire); }
   [[nodiscard]] const pm4_queue_binding& binding() const noexcept { return b_; }
-  // SH register (absolute dword address 0x2C00..0x2FFF) as last written; for tests.
+  // SH register (absolute dword address 0x2C00..0x2FFF) as the last dispatch (or fault) saw it; for tests.
   [[nodiscard]] std::uint32_t sh_register(std::uint32_t abs) const {
     std::lock_guard lock(mu_);
     return abs >= abi::pm4::sh_reg_base && abs < abi::pm4::sh_reg_end ? sh_snapshot_[abs - abi::pm4::sh_reg_base] : 0;
@@ -349,10 +349,11 @@ class pm4_processor {
       for (std::uint64_t i = 0; i < len; ++i) cur_[i] = ring_at(rptr_local_ + i);
       const step s = execute(cur_, 0, false);
       if (s == step::stopped) return;
-      if (s == step::retry) {
-        idle_wait(seen, opt_.wait_poll);
+      if (s == step::retry) {  // WAIT_REG_MEM not satisfied: re-poll, backing off up to 64x
+        idle_wait(seen, opt_.wait_poll * (1u << std::min(retries_++, 6u)));
         continue;
       }
+      retries_ = 0;
       if (s == step::fault) continue;
       rptr_local_ += len;
       std::atomic_ref<std::uint64_t>(*rptr_).store(rptr_local_, std::memory_order_release);
@@ -368,9 +369,12 @@ class pm4_processor {
     {
       std::lock_guard lock(mu_);
       rptr_pub_.store(rptr_local_, std::memory_order_release);
-      std::memcpy(sh_snapshot_.data(), sh_.data(), sizeof sh_);
     }
     state_cv_.notify_all();
+  }
+  void snapshot_registers() {
+    std::lock_guard lock(mu_);
+    std::memcpy(sh_snapshot_.data(), sh_.data(), sizeof sh_);
   }
   [[nodiscard]] static std::uint64_t packet_dwords(std::uint32_t hdr) noexcept {
     if (hdr == abi::pm4::type2_filler) return 1;
@@ -712,6 +716,7 @@ class pm4_processor {
       if (user + sys > max_wave_sgprs) return bad(pm4_fault::bad_dispatch, "too many initial SGPRs");
     }
     dispatches_.fetch_add(1, std::memory_order_acq_rel);
+    snapshot_registers();  // what sh_register() reports: the state of the last dispatch
     return run_dispatch(*st, p, in_ib);
   }
 
@@ -927,6 +932,7 @@ class pm4_processor {
   std::vector<std::uint32_t> cur_;
   bool dead_ = false;
   std::uint32_t pred_skip_ = 0;
+  unsigned retries_ = 0;
   dispatch_state* current_ = nullptr;
   std::uint64_t current_wg_ = 0;
   std::uint64_t wg_since_preempt_ = 0;
