@@ -175,6 +175,9 @@ TEST_CASE("peer copies run on the source GPU's engine once the destination is ma
     CHECK(e0.sdma()->engine_model()->bytes_moved() == moved_before + n);  // GPU 0's engine did it
     REQUIRE(e1.try_copy(out, b));
     CHECK(std::memcmp(out.data(), expect.data(), n) == 0);
+    // GPU 1's engine also reached the process event page (its completion mailbox) without a fault.
+    CHECK_FALSE(e1.sdma()->fault());
+    REQUIRE(e1.try_copy(out, b));
     m->reset();
     CHECK_FALSE(sys.emulator()->is_mapped(g0.gpu_id(), b.address(), n));
   }
