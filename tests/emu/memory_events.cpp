@@ -248,3 +248,26 @@ TEST_CASE("GET_PROCESS_APERTURES_NEW and clock counters") {
   CHECK(cc.system_clock_freq == 1000000000);
   CHECK(cc.gpu_clock_counter != 0);
 }
+
+TEST_CASE("a BO of one GPU mapped into a peer's VM") {
+  session s(emu::machine_config::parse("2*mi300x"));
+  REQUIRE(s.acquire(0) == 0);
+  const std::uint32_t g0 = s.gpu(0).gpu_id, g1 = s.gpu(1).gpu_id;
+  const bo b = s.gtt(g0, 4096);
+  CHECK_FALSE(s.dev.is_mapped(g1, b.va, 4096));
+  CHECK(s.map(b, g1) == -ENODEV);  // the peer's VM is not acquired yet
+  REQUIRE(s.acquire(1) == 0);
+  REQUIRE(s.map(b, g1) == 0);
+  CHECK(s.dev.is_mapped(g1, b.va, 4096));
+  CHECK(s.unmap(b, g0) == 0);
+  CHECK_FALSE(s.dev.is_mapped(g0, b.va, 4096));
+  CHECK(s.dev.is_mapped(g1, b.va, 4096));
+  // a second BO over the same VA is refused (the emulator checks at ALLOC what the kernel
+  // would refuse at MAP)
+  k::alloc_memory_of_gpu_args a{};
+  a.va_addr = b.va;  // overlaps b
+  a.size = 4096;
+  a.gpu_id = g0;
+  a.flags = k::alloc_mem_flags_gtt;
+  CHECK(s.dev.ioctl(k::amdkfd_ioc_alloc_memory_of_gpu, &a) == -EINVAL);
+}

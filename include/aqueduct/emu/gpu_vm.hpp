@@ -72,8 +72,9 @@ class host_backing {
   [[nodiscard]] void* map_at(void* addr, std::uint64_t len, std::uint64_t offset, int prot, bool fixed,
                              bool noreplace = false) const noexcept {
     int flags = MAP_SHARED;
-    if (fixed) flags |= MAP_FIXED;
-#if AQUEDUCT_LINUX && defined(MAP_FIXED_NOREPLACE)
+    // NOREPLACE without MAP_FIXED: kernels before 4.17 treat it as a hint, checked below.
+    if (fixed && !noreplace) flags |= MAP_FIXED;
+#if AQUEDUCT_LINUX
     if (noreplace) flags |= MAP_FIXED_NOREPLACE;
 #endif
     void* m = ::mmap(addr, len, prot, flags, fd_, static_cast<off_t>(offset));
