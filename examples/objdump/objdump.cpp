@@ -4,6 +4,7 @@
 // processor). For a code object (or each code object entry with -v): processor, features,
 // code-object version, kernels with descriptor fields and arguments. --agent TARGET adds
 // "selected: BUNDLE_ID (exact|generic|extended)" or "selected: none (REASON)".
+#include <aqueduct/abi/kernel_descriptor.hpp>
 #include <aqueduct/code/fat_binary.hpp>
 #include <aqueduct/code/metadata.hpp>
 
@@ -24,16 +25,15 @@ static void print_code_object(const code::code_object& co, const char* indent) {
   if (!md) std::printf("%smetadata: error: %s\n", indent, md.get_failure().describe().c_str());
   else if (!md->target.empty()) std::printf("%smetadata target: %s (amdhsa.version %u.%u)\n", indent, md->target.c_str(), md->version_major, md->version_minor);
   for (const auto& k : co.kernels()) {
-    code::byte_reader kd(k.descriptor);
+    aqueduct::abi::kernel_descriptor kd;  // spec §3.1 layout (abi/kernel_descriptor.hpp)
+    std::memcpy(&kd, k.descriptor.data(), sizeof kd);
     std::printf("%skernel %.*s (%.*s at 0x%llx)\n", indent, int(k.name.size()), k.name.data(), int(k.kd_symbol.size()), k.kd_symbol.data(),
                 static_cast<unsigned long long>(k.kd_address));
-    // Kernel descriptor fields at their spec §3.1 offsets.
-    std::printf("%s  group_segment_fixed_size %u, private_segment_fixed_size %u, kernarg_size %u\n", indent, *kd.get<std::uint32_t>(0),
-                *kd.get<std::uint32_t>(4), *kd.get<std::uint32_t>(8));
+    std::printf("%s  group_segment_fixed_size %u, private_segment_fixed_size %u, kernarg_size %u\n", indent, kd.group_segment_fixed_size,
+                kd.private_segment_fixed_size, kd.kernarg_size);
     std::printf("%s  kernel_code_entry_byte_offset %lld, compute_pgm_rsrc1 0x%08x, rsrc2 0x%08x, rsrc3 0x%08x\n", indent,
-                static_cast<long long>(*kd.get<std::int64_t>(16)), *kd.get<std::uint32_t>(48), *kd.get<std::uint32_t>(52),
-                *kd.get<std::uint32_t>(44));
-    std::printf("%s  kernel_code_properties 0x%04x, kernarg_preload 0x%04x\n", indent, *kd.get<std::uint16_t>(56), *kd.get<std::uint16_t>(58));
+                static_cast<long long>(kd.kernel_code_entry_byte_offset), kd.compute_pgm_rsrc1, kd.compute_pgm_rsrc2, kd.compute_pgm_rsrc3);
+    std::printf("%s  kernel_code_properties 0x%04x, kernarg_preload 0x%04x\n", indent, kd.kernel_code_properties, kd.kernarg_preload);
     if (!md) continue;
     for (const auto& km : md->kernels) {
       if (km.name != k.name && km.symbol != k.kd_symbol) continue;

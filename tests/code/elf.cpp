@@ -178,3 +178,14 @@ TEST_CASE("every truncation of a code object is an error, never a crash") {
   }
   CHECK(code::code_object::try_parse(good).has_value());
 }
+
+TEST_CASE("kernarg preload descriptor fields as measured in spec §1.6 item 5") {
+  auto b = fx::bytes("elf/vadd-gfx942-preload.hsaco");
+  auto co = code::code_object::parse(b);
+  auto field16 = [&](const char* k, std::size_t off) { code::byte_reader r(co.kernel(k)->descriptor); return *r.get<std::uint16_t>(off); };
+  auto rsrc2 = [&](const char* k) { code::byte_reader r(co.kernel(k)->descriptor); return *r.get<std::uint32_t>(52); };
+  CHECK(field16("vadd", 58) == 0x0007);
+  CHECK(field16("fill", 58) == 0x0003);
+  CHECK(((rsrc2("vadd") >> 1) & 0x1f) == 9);  // USER_SGPR_COUNT
+  CHECK(((rsrc2("fill") >> 1) & 0x1f) == 5);
+}
