@@ -11,6 +11,7 @@
 #include <aqueduct/kfd/device_file.hpp>
 
 #include <atomic>
+#include <string_view>
 #include <vector>
 
 using namespace emu_test;
@@ -168,6 +169,8 @@ TEST_CASE("kernel 6.12+ checks reject with the kernel's errno; pre-6.12 accepts 
       under_area = f.s.gtt(f.gpu, under_total).va;
       const bo unmapped{f.s.reserve(4096), 4096, 0, 0};  // VA never allocated
       const bo other = f.s.gtt(f.gpu, 8192);
+      // GFX11+ (MES): the wptr BO must be a mapped page of this GPU on every kernel with MES
+      const bool mes = f.s.gpu().props.gfx_target_version >= 110000;
       struct mutation {
         const char* what;
         int strict_errno;
@@ -203,7 +206,8 @@ TEST_CASE("kernel 6.12+ checks reject with the kernel's errno; pre-6.12 accepts 
         auto a = f.good();
         m.apply(a, e, small_ctx.va, unmapped.va, other.va);
         const int r = f.create(a);
-        CHECK(r == (strict ? m.strict_errno : 0));
+        const bool mes_rejects = mes && std::string_view(m.what) == "unmapped wptr";
+        CHECK(r == (strict || mes_rejects ? m.strict_errno : 0));
         if (r == 0) CHECK(f.destroy(a.queue_id) == 0);
       }
       // Checks every kernel makes (set_queue_properties_from_user, spec/kfd.md §2.3).
@@ -349,4 +353,25 @@ TEST_CASE("ioctl_minor knob: a KFD 1.11 kernel has no engine-id queues and no 1.
   CHECK(f.s.dev.ioctl(k::amdkfd_ioc_runtime_enable, &r) == -ENOTTY);  // COMMAND_END 0x24 in 1.11
   a = f.good();
   CHECK(f.s.dev.ioctl(k::amdkfd_ioc_create_queue_1_11, &a) == 0);
+}
+
+TEST_CASE("GFX11 MES: the wptr BO is one page of this GPU, on pre-6.12 kernels too") {
+  const auto& e = table[1];
+  auto cfg = machine("2*rx7900xtx");
+  cfg.kernel = emu::kernel_lenient;
+  session s(std::move(cfg));
+  REQUIRE(s.acquire(0) == 0);
+  REQUIRE(s.acquire(1) == 0);
+  const std::uint32_t g0 = s.gpu(0).gpu_id, g1 = s.gpu(1).gpu_id;
+  auto b = make_compute_buffers(s, g0, 4096, e.total);
+  auto a = compute_args(b, g0, k::queue_type_compute_aql, e.cwsr_size, e.ctl_stack_size);
+  const bo two_pages = s.gtt(g0, 8192);
+  a.write_pointer_address = two_pages.va;
+  CHECK(s.dev.ioctl(k::amdkfd_ioc_create_queue, &a) == -EINVAL);
+  bo peer = s.gtt(g1, 4096);
+  REQUIRE(s.map(peer, g0) == 0);  // GPU 1's memory in GPU 0's VM
+  a.write_pointer_address = peer.va;
+  CHECK(s.dev.ioctl(k::amdkfd_ioc_create_queue, &a) == -EINVAL);
+  a.write_pointer_address = b.ptrs.va + 0x38;
+  CHECK(s.dev.ioctl(k::amdkfd_ioc_create_queue, &a) == 0);
 }

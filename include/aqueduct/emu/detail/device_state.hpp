@@ -443,11 +443,17 @@ struct device_state {
     const gpu_node& n = *p->node;
     if (by_eng && a.sdma_engine_id >= p->engines()) return -EINVAL;
     if (!p->ensure_doorbells()) return -ENOMEM;
+    // ---- MES (GFX11+, MES API >= 2 assumed): the wptr BO is mapped into GART, so it must be in
+    // the VM, at most one page, and allocated on this device — on every kernel with MES, not only
+    // 6.12+ (kfd_ioctl_create_queue; spec/kfd.md §2.5 last item).
+    if (n.props.gfx_target_version >= 110000) {
+      const buffer_object* w = vm.lookup_mapping(a.gpu_id, a.write_pointer_address);
+      if (!w || w->mapped_size > page_size || w->gpu_id != a.gpu_id) return -EINVAL;
+    }
     // ---- kfd_queue_acquire_buffers (6.12+, spec/kfd.md §2.5)
     std::vector<std::uint64_t> refs;
     if (cfg.kernel.validates_queue_buffers()) {
       if (int r = buffer_get(a.gpu_id, a.write_pointer_address, page_size, refs)) return r;
-      if (n.props.gfx_target_version >= 110000 && vm.find(refs.back())->gpu_id != a.gpu_id) return -EINVAL;  // MES
       if (int r = buffer_get(a.gpu_id, a.read_pointer_address, page_size, refs)) return r;
       if (int r = buffer_get(a.gpu_id, a.ring_base_address, a.ring_size, refs)) return r;
       if (compute) {
