@@ -357,8 +357,10 @@ TEST_CASE("ioctl_minor knob: a KFD 1.11 kernel has no engine-id queues and no 1.
 
 TEST_CASE("GFX11 MES: the wptr BO is one page of this GPU, on pre-6.12 kernels too") {
   const auto& e = table[1];
+  for (bool strict : {false, true}) {
+  CAPTURE(strict);
   auto cfg = machine("2*rx7900xtx");
-  cfg.kernel = emu::kernel_lenient;
+  cfg.kernel = strict ? emu::kernel_strict : emu::kernel_lenient;
   session s(std::move(cfg));
   REQUIRE(s.acquire(0) == 0);
   REQUIRE(s.acquire(1) == 0);
@@ -374,4 +376,5 @@ TEST_CASE("GFX11 MES: the wptr BO is one page of this GPU, on pre-6.12 kernels t
   CHECK(s.dev.ioctl(k::amdkfd_ioc_create_queue, &a) == -EINVAL);
   a.write_pointer_address = b.ptrs.va + 0x38;
   CHECK(s.dev.ioctl(k::amdkfd_ioc_create_queue, &a) == 0);
+  }
 }

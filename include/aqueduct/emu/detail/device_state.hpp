@@ -444,9 +444,10 @@ struct device_state {
     if (by_eng && a.sdma_engine_id >= p->engines()) return -EINVAL;
     if (!p->ensure_doorbells()) return -ENOMEM;
     // ---- MES (GFX11+, MES API >= 2 assumed): the wptr BO is mapped into GART, so it must be in
-    // the VM, at most one page, and allocated on this device — on every kernel with MES, not only
-    // 6.12+ (kfd_ioctl_create_queue; spec/kfd.md §2.5 last item).
-    if (n.props.gfx_target_version >= 110000) {
+    // the VM, at most one page, and allocated on this device. Before 6.12 kfd_ioctl_create_queue
+    // checked it here; 6.12+ checks the device in init_user_queue, after the queue-count checks.
+    const bool mes = n.props.gfx_target_version >= 110000;
+    if (mes && !cfg.kernel.validates_queue_buffers()) {
       const buffer_object* w = vm.lookup_mapping(a.gpu_id, a.write_pointer_address);
       if (!w || w->mapped_size > page_size || w->gpu_id != a.gpu_id) return -EINVAL;
     }
@@ -478,6 +479,8 @@ struct device_state {
         break;
       }
     if (slot < 0) return -ENOMEM;
+    if (mes && cfg.kernel.validates_queue_buffers() && vm.find(refs.front())->gpu_id != a.gpu_id)
+      return -EINVAL;  // init_user_queue: "Queue memory allocated to wrong device"
     if (total_queues >= cfg.max_queues_per_device) return -EPERM;
     process_device::sdma_slot sdma{};
     const bool is_sdma = !compute;
