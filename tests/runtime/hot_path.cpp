@@ -25,6 +25,11 @@ void* operator new(std::size_t n) {
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
+// The emulator allocates with new (std::nothrow): route it to malloc too, so every delete pairs.
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  if (counting) allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n ? n : 1);
+}
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
