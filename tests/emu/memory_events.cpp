@@ -73,6 +73,7 @@ TEST_CASE("ALLOC/MAP/UNMAP/FREE: errnos, handles, is_mapped, render-node CPU map
   m.n_devices = 1;
   m.n_success = 0;
   CHECK(s.dev.ioctl(k::amdkfd_ioc_map_memory_to_gpu, &m) == -ENOMEM);  // unknown handle
+  CHECK(s.dev.ioctl(k::amdkfd_ioc_unmap_memory_from_gpu, &m) == -ENOMEM);  // same in UNMAP
 
   // the CPU mapping through the render node aliases the GPU's (host) memory at va
   const int fd = s.dev.open_render_node(s.gpu().drm_render_minor);
@@ -118,6 +119,10 @@ TEST_CASE("doorbell and MMIO mmap on the kfd fd (spec/kfd.md §3)") {
   REQUIRE(s.acquire() == 0);
   const std::uint32_t gpu = s.gpu().gpu_id;
   const auto off = k::make_mmap_offset(k::mmap_type_doorbell, gpu);
+  // ALLOC(DOORBELL) returns the doorbells' bus address, not a kfd mmap offset (kfd_chardev.c)
+  bo dbo;
+  REQUIRE(s.alloc(gpu, 8192, k::alloc_mem_flags_doorbell, dbo) == 0);
+  CHECK(k::mmap_type_of(dbo.mmap_offset) != k::mmap_type_doorbell);
   CHECK(s.dev.mmap(nullptr, 4096, prot_rw, map_shared, s.dev.kfd_fd(), off).error == EINVAL);  // one page only
   CHECK(s.dev.mmap(nullptr, 8192, prot_rw, map_shared, s.dev.kfd_fd(),
                    k::make_mmap_offset(k::mmap_type_doorbell, 0)).error == ENODEV);

@@ -128,7 +128,9 @@ class gpu_vm {
   }
   [[nodiscard]] buffer_object* find_by_mmap_offset(std::uint64_t off) noexcept {
     for (auto& [h, b] : bos_)
-      if (b.mmap_offset == off && b.backing && !(b.flags & abi::kfd::alloc_mem_flags_doorbell)) return &b;
+      if (b.mmap_offset == off && b.backing &&
+          !(b.flags & (abi::kfd::alloc_mem_flags_doorbell | abi::kfd::alloc_mem_flags_mmio_remap)))
+        return &b;
     return nullptr;
   }
   // The BO whose GPU mapping on `gpu` contains the page of `addr` (amdgpu_vm_bo_lookup_mapping).

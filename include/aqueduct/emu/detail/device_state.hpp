@@ -316,7 +316,7 @@ struct device_state {
     if (a.size == 0) return -EINVAL;
     auto* p = find_pdd(a.gpu_id);
     if (!p) return -EINVAL;
-    if (!p->acquired()) return -ENODEV;  // kfd_bind_process_to_device: no drm_priv (believed -ENODEV)
+    if (!p->acquired()) return -ENODEV;  // kfd_bind_process_to_device: no drm_priv → ERR_PTR(-ENODEV)
     const std::uint32_t domain = a.flags & k::alloc_mem_domain_mask;
     buffer_object b;
     b.mapped_size = align_up(a.size, page_size);
@@ -353,7 +353,10 @@ struct device_state {
     b.size = a.size;
     b.flags = a.flags;
     if (int r = vm.place(b); r != 0) return r;
-    if (domain & k::alloc_mem_flags_doorbell) b.mmap_offset = k::make_mmap_offset(k::mmap_type_doorbell, a.gpu_id);
+    // DOORBELL: the kernel returns the doorbells' bus address (kfd_get_process_doorbells), not a
+    // kfd mmap offset; userspace maps the slice at KFD_MMAP_TYPE_DOORBELL | gpu_id << 46 itself.
+    // Ours is a fake, page-aligned bus address that is no valid kfd mmap offset (type bits 0).
+    if (domain & k::alloc_mem_flags_doorbell) b.mmap_offset = 0xF000000000ull + std::uint64_t{p->node->node_id} * 0x100000;
     else if (domain & k::alloc_mem_flags_mmio_remap) b.mmap_offset = k::make_mmap_offset(k::mmap_type_mmio, a.gpu_id);
     else if (domain & k::alloc_mem_flags_userptr) b.mmap_offset = a.mmap_offset;
     else {
@@ -382,21 +385,23 @@ struct device_state {
     return 0;
   }
 
-  // kfd_ioctl_map_memory_to_gpu / kfd_ioctl_unmap_memory_from_gpu (same argument layout).
+  // kfd_ioctl_map_memory_to_gpu / kfd_ioctl_unmap_memory_from_gpu (same argument layout). MAP
+  // binds the process to the owner and each peer (-ENODEV before ACQUIRE_VM); UNMAP binds nothing.
+  // An unknown handle is -ENOMEM for both (kfd_process_device_translate_handle fails).
   int map_memory(k::map_memory_to_gpu_args& a, bool map) {
     if (a.n_devices == 0 || a.n_success > a.n_devices) return -EINVAL;
     if (!a.device_ids_array_ptr) return -EFAULT;
     const auto* ids = reinterpret_cast<const std::uint32_t*>(a.device_ids_array_ptr);
     auto* p = find_pdd(static_cast<std::uint32_t>(a.handle >> 32));
     if (!p) return -EINVAL;
-    if (!p->acquired()) return -ENODEV;
+    if (map && !p->acquired()) return -ENODEV;
     auto* b = vm.find(a.handle);
-    if (!b) return map ? -ENOMEM : -EINVAL;
-    if (!map && b->queue_refcount) return -EBUSY;  // 6.12+: a queue uses it
+    if (!b) return -ENOMEM;
+    if (!map && b->queue_refcount) return -EBUSY;  // 6.12+: a queue uses it (bo_va queue_refcount)
     for (std::uint32_t i = a.n_success; i < a.n_devices; ++i) {
       auto* peer = find_pdd(ids[i]);
       if (!peer) return -EINVAL;
-      if (!peer->acquired()) return -ENODEV;
+      if (map && !peer->acquired()) return -ENODEV;
       if (map) {
         if (!b->mapped_to(ids[i])) b->mapped_gpus.push_back(ids[i]);
       } else {
