@@ -481,7 +481,8 @@ class pm4_processor {
       if ((p[5] & ~0xFFFFFFu) != 0 || (p[6] & ~0xFFFFu) != 0 || (p[7] & ~0x7FFFFu) != 0)
         return bad(pm4_fault::reserved_bits, "ACQUIRE_MEM base_hi/poll/GCR_CNTL reserved bits");
     }
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // the emulated caches are coherent
+    // The emulated caches are coherent: nothing to write back or invalidate. Every workgroup of
+    // earlier dispatches ran on this thread, so their stores are ordered before what follows.
     return step::done;
   }
 
@@ -505,7 +506,7 @@ class pm4_processor {
     if (size != 0) {
       if (addr % size != 0) return bad(pm4_fault::reserved_bits, "RELEASE_MEM address misaligned for its data", addr);
       if (!vm_.is_mapped(addr, size)) return bad(pm4_fault::not_mapped, "RELEASE_MEM destination", addr);
-      std::atomic_thread_fence(std::memory_order_seq_cst);  // end of pipe: everything before is done
+      // End of pipe: every earlier workgroup ran on this thread; the release store publishes them.
       if (ds == 1) {
         std::atomic_ref<std::uint32_t>(*host<std::uint32_t>(addr)).store(p[5], std::memory_order_release);
       } else {

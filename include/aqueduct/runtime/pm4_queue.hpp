@@ -365,3 +365,13 @@ class pm4_queue {
 }
 
 }  // namespace aqueduct::runtime
+
+// The facade's short names (runtime.hpp style): `make_queue(gpu, aq::pm4)` finds
+// runtime::make_queue by argument-dependent lookup.
+namespace aqueduct {
+using runtime::pm4;
+using runtime::pm4_kernel;
+using runtime::pm4_queue;
+using runtime::pm4_queue_options;
+using runtime::try_pm4_kernel;
+}  // namespace aqueduct
