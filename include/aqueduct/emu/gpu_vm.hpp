@@ -120,7 +120,20 @@ struct buffer_object {
 
 class gpu_vm {
  public:
+  // Every BO by handle (iteration only: add and remove go through add() / remove()).
   std::map<std::uint64_t, buffer_object>& objects() noexcept { return bos_; }
+  // Precondition: the BO's VA range overlaps no other BO (overlaps_any is false).
+  void add(buffer_object b) {
+    by_va_[b.va] = b.handle;
+    const auto h = b.handle;
+    bos_.emplace(h, std::move(b));
+  }
+  void remove(std::uint64_t handle) {
+    auto it = bos_.find(handle);
+    if (it == bos_.end()) return;
+    by_va_.erase(it->second.va);
+    bos_.erase(it);
+  }
 
   [[nodiscard]] buffer_object* find(std::uint64_t handle) noexcept {
     auto it = bos_.find(handle);
@@ -133,17 +146,23 @@ class gpu_vm {
         return &b;
     return nullptr;
   }
+  // The BO whose VA range contains `addr` (BOs never overlap), or nullptr. O(log n).
+  [[nodiscard]] const buffer_object* containing(std::uint64_t addr) const noexcept {
+    auto it = by_va_.upper_bound(addr);
+    if (it == by_va_.begin()) return nullptr;
+    --it;
+    const auto b = bos_.find(it->second);
+    return b != bos_.end() && addr < b->second.end() ? &b->second : nullptr;
+  }
   // The BO whose GPU mapping on `gpu` contains the page of `addr` (amdgpu_vm_bo_lookup_mapping).
   [[nodiscard]] buffer_object* lookup_mapping(std::uint32_t gpu, std::uint64_t addr) noexcept {
-    const std::uint64_t page = align_down(addr, page_size);
-    for (auto& [h, b] : bos_)
-      if (b.mapped_to(gpu) && page >= b.va && page < b.end()) return &b;
-    return nullptr;
+    auto* b = const_cast<buffer_object*>(containing(align_down(addr, page_size)));
+    return b && b->mapped_to(gpu) ? b : nullptr;
   }
   [[nodiscard]] bool overlaps_any(std::uint64_t va, std::uint64_t len) const noexcept {
-    for (const auto& [h, b] : bos_)
-      if (va < b.end() && b.va < va + len) return true;
-    return false;
+    if (containing(va)) return true;
+    auto it = by_va_.lower_bound(va);  // a BO starting inside [va, va+len)
+    return it != by_va_.end() && it->first < va + len;
   }
   // Every byte of [addr, addr+len) lies in BOs mapped on `gpu` whose memory is present.
   [[nodiscard]] bool is_mapped(std::uint32_t gpu, std::uint64_t addr, std::uint64_t len) const noexcept {
@@ -152,13 +171,8 @@ class gpu_vm {
     const std::uint64_t end = addr + len;
     if (end < addr) return false;
     while (cur < end) {
-      const buffer_object* hit = nullptr;
-      for (const auto& [h, b] : bos_)
-        if (b.mapped_to(gpu) && b.accessible() && cur >= b.va && cur < b.end()) {
-          hit = &b;
-          break;
-        }
-      if (!hit) return false;
+      const buffer_object* hit = containing(cur);
+      if (!hit || !hit->mapped_to(gpu) || !hit->accessible()) return false;
       cur = hit->end();
     }
     return true;
@@ -222,6 +236,7 @@ class gpu_vm {
     std::uint64_t lo, hi;
   };
   std::map<std::uint64_t, buffer_object> bos_;
+  std::map<std::uint64_t, std::uint64_t> by_va_;  // va → handle
   std::vector<range> reservations_;
 };
 

@@ -366,7 +366,7 @@ struct device_state {
     if (domain & k::alloc_mem_flags_vram) p->vram_used += b.mapped_size;
     a.handle = b.handle;
     a.mmap_offset = b.mmap_offset;
-    vm.objects().emplace(b.handle, std::move(b));
+    vm.add(std::move(b));
     return 0;
   }
 
@@ -381,7 +381,7 @@ struct device_state {
     if (!b->mapped_gpus.empty()) return -EBUSY;  // still mapped (amdgpu_amdkfd_gpuvm_free_memory_of_gpu)
     if (b->flags & k::alloc_mem_flags_vram) p->vram_used -= b->mapped_size;
     vm.unplace(*b);
-    vm.objects().erase(handle);
+    vm.remove(handle);
     return 0;
   }
 
