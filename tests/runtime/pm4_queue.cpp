@@ -116,6 +116,7 @@ TEST_CASE("PRIV wrong on gfx1100 (test-only hook): the runtime's wait reports de
   o.emulation.preempt_every_workgroups = 4;
   o.emulation.test_force_rsrc1_priv = false;
   o.drain_timeout = 10ms;
+  o.ring_bytes = 1024;  // a few commands fill it
   auto q = rt::make_queue(gpu, rt::pm4, o);
   vadd_run v(gpu, 64 * 64);
   const auto seq = q.dispatch(*vadd, rt::grid{v.n}, rt::block{64}, v.a, v.b, v.c, v.n);
@@ -127,4 +128,9 @@ TEST_CASE("PRIV wrong on gfx1100 (test-only hook): the runtime's wait reports de
   CHECK_MESSAGE(text.find("packet at rptr: DISPATCH_DIRECT") != std::string::npos, text);
   CHECK_MESSAGE(text.find("rptr") != std::string::npos, text);
   CHECK(q.completed() == 0);
+  // Further commands fill the ring the hung MEC no longer drains: reported, not waited on forever.
+  aq::result<std::uint64_t> more = std::uint64_t{0};
+  for (int i = 0; i < 64 && more; ++i) more = q.try_dispatch(*vadd, rt::grid{v.n}, rt::block{64}, v.a, v.b, v.c, v.n);
+  REQUIRE_FALSE(more.has_value());
+  CHECK(more.get_failure() == aq::errc::device_hang);
 }

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -191,15 +192,22 @@ class pm4_queue {
     c.b64 = true;
     c.event_mailbox = s_->event.mailbox_va();
     c.event_id = s_->event.id();
-    result<std::uint64_t> r = std::visit(
-        [&](auto& q) -> result<std::uint64_t> {
-          if constexpr (std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) {
-            return failure(errc::invalid_argument, "pm4_queue not created");
-          } else {
-            return q.try_dispatch(p, c);
-          }
-        },
-        s_->q);
+    // A full ring waits for the CP in short rounds, so that a stopped emulated MEC is reported
+    // instead of waited on forever.
+    result<std::uint64_t> r = failure(errc::queue_full);
+    for (;;) {
+      r = std::visit(
+          [&](auto& q) -> result<std::uint64_t> {
+            if constexpr (std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) {
+              return failure(errc::invalid_argument, "pm4_queue not created");
+            } else {
+              return q.try_dispatch(p, c, std::chrono::milliseconds(10));
+            }
+          },
+          s_->q);
+      if (r || r.get_failure() != errc::queue_full) break;
+      if (auto f = processor_failure()) return *f;
+    }
     if (!r) return r.get_failure();
     s_->submitted = seq;
     return seq;
@@ -259,6 +267,16 @@ class pm4_queue {
  private:
   [[nodiscard]] std::uint64_t slot_bytes() const noexcept { return std::uint64_t{s_->opt.kernarg_bytes} + packet_bytes; }
 
+  // The emulated MEC's stop (device_hang / queue_error / device_fault), with the queue described.
+  [[nodiscard]] std::optional<failure> processor_failure() const {
+    if (!s_->processor || !s_->processor->has_error()) return std::nullopt;
+    auto e = s_->processor->error();
+    if (!e) return std::nullopt;
+    std::string d = e->detail + "; ";
+    describe(d);
+    return failure(e->to_failure().code(), std::move(d));
+  }
+
   [[nodiscard]] result<void> wait_progress(std::uint64_t seq, sync::nanoseconds timeout) const {
     auto done = [&] { return completed() >= seq; };
     if (done()) return ok();
@@ -278,13 +296,7 @@ class pm4_queue {
     sync::backoff bo;
     for (;;) {
       if (done()) return ok();
-      if (s_->processor && s_->processor->has_error()) {
-        if (auto e = s_->processor->error()) {
-          std::string d = e->detail + "; ";
-          describe(d);
-          return failure(e->to_failure().code(), std::move(d));
-        }
-      }
+      if (auto f = processor_failure()) return *f;
       const auto now = sync::clock::now();
       if (now >= deadline) {
         std::string d = "waited " + std::to_string(std::chrono::duration<double, std::milli>(now - start).count()) +
