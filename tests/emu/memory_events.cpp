@@ -276,3 +276,24 @@ TEST_CASE("a BO of one GPU mapped into a peer's VM") {
   a.flags = k::alloc_mem_flags_gtt;
   CHECK(s.dev.ioctl(k::amdkfd_ioc_alloc_memory_of_gpu, &a) == -EINVAL);
 }
+
+TEST_CASE("events: 256 signal slots until the kernel page is mmapped, then 4096 (spec/kfd.md §5.3)") {
+  session s(emu::machine_config::parse("rx7900xtx"));
+  k::create_event_args c{};
+  c.event_type = k::event_signal;
+  for (int i = 0; i < 256; ++i) {
+    c.event_page_offset = 0;
+    REQUIRE(s.dev.ioctl(k::amdkfd_ioc_create_event, &c) == 0);
+    CHECK(c.event_id == static_cast<std::uint32_t>(i));
+  }
+  c.event_page_offset = 0;
+  CHECK(s.dev.ioctl(k::amdkfd_ioc_create_event, &c) == -ENOSPC);
+  auto page = s.dev.mmap(nullptr, 32768, prot_rw, map_shared, s.dev.kfd_fd(), k::mmap_type_events);
+  REQUIRE(page);
+  c.event_page_offset = 0;
+  CHECK(s.dev.ioctl(k::amdkfd_ioc_create_event, &c) == 0);
+  CHECK(c.event_id == 256);
+  k::create_event_args other{};
+  other.event_type = k::event_memory;
+  CHECK(s.dev.ioctl(k::amdkfd_ioc_create_event, &other) == 0);  // non-signal ids are separate
+}
