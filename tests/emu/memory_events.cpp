@@ -297,3 +297,24 @@ TEST_CASE("events: 256 signal slots until the kernel page is mmapped, then 4096 
   other.event_type = k::event_memory;
   CHECK(s.dev.ioctl(k::amdkfd_ioc_create_event, &other) == 0);  // non-signal ids are separate
 }
+
+TEST_CASE("events: destroying an event under a waiter fails the wait with -EIO, wait_result FAIL") {
+  session s(emu::machine_config::parse("rx7900xtx"));
+  k::create_event_args c{};
+  c.event_type = k::event_signal;
+  REQUIRE(s.dev.ioctl(k::amdkfd_ioc_create_event, &c) == 0);
+  k::event_data ed{};
+  ed.event_id = c.event_id;
+  k::wait_events_args w{};
+  w.events_ptr = reinterpret_cast<std::uint64_t>(&ed);
+  w.num_events = 1;
+  w.timeout = 5000;
+  int r = 1;
+  std::thread waiter([&] { r = s.dev.ioctl(k::amdkfd_ioc_wait_events, &w); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the waiter block first
+  k::destroy_event_args d{c.event_id, 0};
+  REQUIRE(s.dev.ioctl(k::amdkfd_ioc_destroy_event, &d) == 0);
+  waiter.join();
+  CHECK(r == -EIO);
+  CHECK(w.wait_result == k::wait_result_fail);
+}
