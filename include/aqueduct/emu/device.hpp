@@ -96,7 +96,9 @@ class device {
   }
   // An interrupt carrying `event_id` (the GPU wrote the event's slot first): wakes WAIT_EVENTS.
   void signal_event(std::uint32_t event_id) { st_->events.signal_interrupt(event_id); }
-  // Replaces the hooks; existing queues are not replayed (see queues()).
+  // Replaces the hooks; existing queues are not replayed (see queues()). The device calls
+  // `destroyed` for every queue still alive when it is destroyed, so whoever installs hooks must
+  // reset them (set_queue_hooks({})) before the objects they capture go away.
   void set_queue_hooks(queue_hooks hooks) {
     std::unique_lock lock(st_->m);
     st_->hooks = std::make_shared<const queue_hooks>(std::move(hooks));
