@@ -1,8 +1,11 @@
 // aqueduct/emu/sdma_engine.hpp — the emulated SDMA engine of one user-mode SDMA queue.
 //
 // Layer: emu. One `sdma_engine` per KFD SDMA queue, on its own thread, does what an SDMA engine's
-// queue does (DESIGN.md §4): it takes the write pointer from the doorbell (64-bit, bytes; spec
-// kfd.md §3.3), decodes packets at its read pointer (bytes, monotonic; the ring offset is the
+// queue does (DESIGN.md §4): it polls the write pointer in memory (bytes; KFD's SDMA MQD sets
+// RB_WPTR_POLL_ADDR to the queue's write pointer, kfd_mqd_manager_v9/v11.c update_mqd_sdma) and
+// is woken by the doorbell (64-bit, the same byte count, spec kfd.md §3.3) — reading the doorbell
+// word itself only when the queue has no write pointer, since a doorbell slot keeps the last value
+// a previous queue of the same id rang — decodes packets at its read pointer (bytes, monotonic; the ring offset is the
 // pointer modulo the ring size) and runs NOP, COPY_LINEAR, WRITE_UNTILED, CONSTANT_FILL, FENCE,
 // TRAP, POLL_REGMEM (memory polls; the HDP-flush form completes at once: the emulator has no HDP),
 // TIMESTAMP (GET, GET_GLOBAL), ATOMIC (ADD64) and GCR_REQ (a no-op: memory is coherent), in the
@@ -46,8 +49,8 @@ struct sdma_queue_binding {
   std::uint64_t ring_va = 0;
   std::uint64_t ring_bytes = 0;        // power of two >= 1024
   std::uint64_t read_pointer_va = 0;   // u64 the engine writes (bytes consumed)
-  std::uint64_t write_pointer_va = 0;  // u64 the producer writes; read when `doorbell` is null
-  const std::uint64_t* doorbell = nullptr;  // the emulator's view of the 64-bit doorbell word
+  std::uint64_t write_pointer_va = 0;  // u64 the producer writes (the engine's wptr poll address)
+  const std::uint64_t* doorbell = nullptr;  // the doorbell word (read only when write_pointer_va is 0)
   abi::sdma::engine engine = abi::sdma::engine::v6_0;
   std::uint32_t gpu_id = 0;
   std::uint32_t queue_id = 0;
@@ -121,8 +124,8 @@ class sdma_engine {
       return failure(errc::invalid_argument, "SDMA ring is not mapped for the queue's GPU or not dword aligned");
     if (b.read_pointer_va % 8 != 0 || !vm.is_mapped(b.read_pointer_va, 8))
       return failure(errc::invalid_argument, "SDMA read pointer is not mapped or not 8-byte aligned");
-    if (!b.doorbell && (b.write_pointer_va % 8 != 0 || !vm.is_mapped(b.write_pointer_va, 8)))
-      return failure(errc::invalid_argument, "SDMA queue has neither a doorbell nor a mapped write pointer");
+    if (b.write_pointer_va == 0 ? !b.doorbell : (b.write_pointer_va % 8 != 0 || !vm.is_mapped(b.write_pointer_va, 8)))
+      return failure(errc::invalid_argument, "SDMA write pointer is not mapped or not 8-byte aligned (and no doorbell)");
     std::unique_ptr<sdma_engine> e(new sdma_engine(b, vm, events, opt));
     e->thread_ = std::thread([p = e.get()] { p->run(); });
     return e;
@@ -181,7 +184,7 @@ class sdma_engine {
     return stop_;
   }
   [[nodiscard]] std::uint64_t wptr() const noexcept {
-    if (b_.doorbell) return std::atomic_ref<const std::uint64_t>(*b_.doorbell).load(std::memory_order_acquire);
+    if (b_.write_pointer_va == 0) return std::atomic_ref<const std::uint64_t>(*b_.doorbell).load(std::memory_order_acquire);
     return std::atomic_ref<std::uint64_t>(*static_cast<std::uint64_t*>(vm_.host_address(b_.write_pointer_va)))
         .load(std::memory_order_acquire);
   }

@@ -10,9 +10,10 @@
 // first, as Linux fences 64-bit sequences), then FENCE(mailbox, event id) + TRAP(event id) — the
 // KFD timeline tinygrad uses (spec/packets.md §3.4) — so waits spin briefly, then block in
 // AMDKFD_IOC_WAIT_EVENTS.
-// On the emulated device this type attaches an emu::sdma_engine to the queue itself, from what
-// the emulated KFD accepted (emu::device::queues(), the record its per-queue hook keeps), and
-// stops it before DESTROY_QUEUE, as runtime/pm4_queue.hpp does for PM4. A fault of the engine
+// On the emulated device the engine is the one emu::sdma_attachments attached through the
+// device's per-queue `created` hook (runtime::emulator_link forwards to it); DESTROY_QUEUE's
+// `destroyed` hook stops it. (A system without a link — none today — would get an engine attached
+// here from emu::device::queues(), stopped before DESTROY_QUEUE.) A fault of the engine
 // (an address not mapped for this GPU) makes every wait fail with errc::device_fault and the
 // faulting address; a malformed packet with errc::queue_error.
 // CREATE_QUEUE failing with ENOMEM (no free SDMA queue, spec/kfd.md §2.6), ENOSPC or EPERM is
@@ -51,7 +52,7 @@ struct sdma_queue_options {
   std::uint32_t priority = 7;
   sync::wait_policy wait{};
   sync::nanoseconds drain_timeout = std::chrono::seconds(5);
-  emu::sdma_engine_options emulation{};
+  emu::sdma_engine_options emulation{};  // only when this type attaches the engine itself (no emulator_link)
 };
 
 // The doorbell of an SDMA queue: 64-bit, the write pointer in bytes (spec/kfd.md §3.3); on the
@@ -106,9 +107,10 @@ struct sdma_queue_state {
   gpu_va progress_va{};
   std::uint64_t submitted = 0;  // last sequence number submitted
   any_sdma_q q;
-  std::unique_ptr<sdma_gpu_view> vm;          // emulator only
-  std::unique_ptr<sdma_device_events> events;  // emulator only
-  std::unique_ptr<emu::sdma_engine> engine_model;  // emulator only
+  std::unique_ptr<sdma_gpu_view> vm;          // emulator without a link only
+  std::unique_ptr<sdma_device_events> events;  // emulator without a link only
+  std::unique_ptr<emu::sdma_engine> own_engine;  // emulator without a link only
+  emu::sdma_engine* engine_model = nullptr;    // emulator: the engine running this queue
   std::mutex mu;
 };
 
@@ -173,7 +175,7 @@ class sdma_queue {
   [[nodiscard]] std::uint32_t queue_id() const noexcept { return s_->res.queue_id(); }
   [[nodiscard]] std::uint32_t gpu_id() const noexcept { return s_->res.gpu_id(); }
   [[nodiscard]] bool emulated() const noexcept { return s_->engine_model != nullptr; }
-  [[nodiscard]] emu::sdma_engine* engine_model() const noexcept { return s_->engine_model.get(); }
+  [[nodiscard]] emu::sdma_engine* engine_model() const noexcept { return s_->engine_model; }
   [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
   // The engine's error (emulator), as a failure; none when running.
   [[nodiscard]] std::optional<failure> fault() const {
@@ -194,10 +196,11 @@ class sdma_queue {
   void destroy() noexcept {
     if (!s_) return;
     if (!fault()) (void)try_finish(s_->opt.drain_timeout);
-    if (s_->engine_model) s_->engine_model->stop();
+    if (s_->own_engine) s_->own_engine->stop();
+    s_->engine_model = nullptr;  // a linked engine stops inside DESTROY_QUEUE (its hook)
     s_->q.emplace<std::monostate>();
     s_->res.reset();
-    s_->engine_model.reset();
+    s_->own_engine.reset();
     s_->event.reset();
     s_.reset();
   }
@@ -320,7 +323,13 @@ inline result<void> sdma_queue::try_wait(std::uint64_t seq, sync::nanoseconds ti
     case abi::sdma::engine::v6_0: st->q.emplace<detail::sdma_q<abi::sdma::engine::v6_0>>(mem, db, true); break;
     case abi::sdma::engine::v7_0: st->q.emplace<detail::sdma_q<abi::sdma::engine::v7_0>>(mem, db, true); break;
   }
-  if (emu::device* dev = a.sys->emulator) {
+  if (a.sys->emulator && a.sys->link) {
+    st->engine_model = a.sys->link->sdma().find(st->res.queue_id());
+    if (!st->engine_model) {
+      if (auto e = a.sys->link->sdma().attach_error(st->res.queue_id())) return *e;
+      return failure(errc::not_found, "no emulated SDMA engine runs queue " + std::to_string(st->res.queue_id()));
+    }
+  } else if (emu::device* dev = a.sys->emulator) {
     std::optional<emu::queue_info> info;
     for (const auto& q : dev->queues())
       if (q.queue_id == st->res.queue_id()) info = q;
@@ -337,9 +346,12 @@ inline result<void> sdma_queue::try_wait(std::uint64_t seq, sync::nanoseconds ti
     b.queue_id = info->queue_id;
     st->vm = std::make_unique<detail::sdma_gpu_view>(*dev, a.node->gpu_id);
     st->events = std::make_unique<detail::sdma_device_events>(*dev);
-    AQUEDUCT_TRY(st->engine_model, emu::sdma_engine::try_create(b, *st->vm, *st->events, o.emulation));
+    AQUEDUCT_TRY(st->own_engine, emu::sdma_engine::try_create(b, *st->vm, *st->events, o.emulation));
+    st->engine_model = st->own_engine.get();
+  }
+  if (st->engine_model) {
     std::visit([&](auto& q) {
-      if constexpr (!std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) q.get_doorbell().watcher = st->engine_model.get();
+      if constexpr (!std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) q.get_doorbell().watcher = st->engine_model;
     }, st->q);
   }
   return sdma_queue(std::move(st));
