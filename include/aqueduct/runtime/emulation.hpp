@@ -22,6 +22,7 @@
 #include <aqueduct/emu/device.hpp>
 #include <aqueduct/emu/host_kernel.hpp>
 #include <aqueduct/emu/queues.hpp>
+#include <aqueduct/emu/sdma_attachments.hpp>  // seam (sdmaq): SDMA engines ride on these hooks
 
 #include <cstdint>
 #include <map>
@@ -43,11 +44,12 @@ struct emulation_options {
 class emulator_link {
  public:
   emulator_link(emu::device& dev, emulation_options opt, const emu::host_kernel_registry& registry)
-      : dev_(&dev), opt_(std::move(opt)), registry_(&registry), events_(dev) {
+      : dev_(&dev), opt_(std::move(opt)), registry_(&registry), events_(dev), sdma_(dev) {
     emu::queue_hooks h;
-    h.created = [this](const emu::queue_info& q) { on_created(q); };
-    h.updated = [this](const emu::queue_info& q) { on_created(q); };
-    h.destroyed = [this](const emu::queue_info& q) { on_destroyed(q); };
+    // seam (sdmaq): every SDMA queue gets an emulated engine at creation (emu/sdma_attachments.hpp)
+    h.created = [this](const emu::queue_info& q) { on_created(q); sdma_.on_created(q); };
+    h.updated = [this](const emu::queue_info& q) { on_created(q); sdma_.on_updated(q); };
+    h.destroyed = [this](const emu::queue_info& q) { on_destroyed(q); sdma_.on_destroyed(q); };
     dev_->set_queue_hooks(std::move(h));
   }
   emulator_link(const emulator_link&) = delete;
@@ -98,6 +100,9 @@ class emulator_link {
     AQUEDUCT_TRY(r.processor, emu::aql_processor::try_create(b, *r.vm, events_, *registry_, opt_.processor));
     return r.processor.get();
   }
+
+  // seam (sdmaq): the emulated SDMA engines of this device's SDMA queues (runtime/sdma_queue.hpp).
+  [[nodiscard]] emu::sdma_attachments& sdma() noexcept { return sdma_; }
 
   // Number of queues the emulated KFD reported and that are still alive.
   [[nodiscard]] std::size_t live_queues() const {
@@ -157,6 +162,7 @@ class emulator_link {
   emulation_options opt_;
   const emu::host_kernel_registry* registry_;
   device_events events_;
+  emu::sdma_attachments sdma_;  // seam (sdmaq)
   mutable std::mutex mu_;
   std::map<std::uint32_t, record> queues_;
 };
