@@ -87,6 +87,11 @@ struct ratio_reporter : benchmark::ConsoleReporter {
     benchmark::ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
       if (r.error_occurred) continue;
+      if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "cv") {
+        for (const char* c : {"per_packet", "per_dispatch"})
+          if (auto it = r.counters.find(c); it != r.counters.end()) cvs_[r.run_name.str()] = it->second.value;
+        continue;
+      }
       const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
       const bool only = r.run_type == Run::RT_Iteration && r.repetitions <= 1;
       if (!median && !only) continue;
@@ -104,12 +109,14 @@ struct ratio_reporter : benchmark::ConsoleReporter {
       os << line;
     };
     out_line("\nsummary: medians on THIS machine (same run); publish: producer CPU time per packet; e2e: wall time per dispatch\n");
-    out_line("  %-56s %12s %16s\n", "benchmark", "CPU or e2e", "wall (publish)");
+    out_line("  %-58s %12s %7s %16s\n", "benchmark", "CPU or e2e", "cv", "wall (publish)");
     for (const auto& [name, v] : values_) {
+      char cv[16] = "-";
+      if (auto c = cvs_.find(name); c != cvs_.end()) std::snprintf(cv, sizeof cv, "%.0f%%", c->second * 100);
       if (auto w = walls_.find(name); w != walls_.end())
-        out_line("  %-56s %9.1f ns %13.1f ns\n", name.c_str(), v * 1e9, w->second * 1e9);
+        out_line("  %-58s %9.1f ns %7s %13.1f ns\n", name.c_str(), v * 1e9, cv, w->second * 1e9);
       else
-        out_line("  %-56s %9.1f ns\n", name.c_str(), v * 1e9);
+        out_line("  %-58s %9.1f ns %7s\n", name.c_str(), v * 1e9, cv);
     }
     // <group>/<impl>/<rest>, group publish or publish_isolated: pair every aqueduct_* with every
     // peer_* of the same group and rest.
@@ -134,7 +141,7 @@ struct ratio_reporter : benchmark::ConsoleReporter {
     benchmark::ConsoleReporter::Finalize();
   }
 
-  std::map<std::string, double> values_, walls_;
+  std::map<std::string, double> values_, walls_, cvs_;  // medians; cv = stddev/mean of the repetitions
 };
 
 }  // namespace
