@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -222,4 +223,25 @@ TEST_CASE("an SDMA fault on an unmapped address is reported, and the queue stays
   auto r3 = e.try_copy(buf.va(), buf.va() + aqueduct::byte_count(100), 10);
   REQUIRE_FALSE(r3);
   CHECK(r3.get_failure() == errc::device_fault);
+}
+
+TEST_CASE("an SDMA queue on a chosen engine (SDMA_BY_ENG_ID) lands on that engine and copies") {
+  // mi300x: 2 PCIe SDMA engines + 14 XGMI engines; BY_ENG_ID scans ids from the requested engine
+  // with a stride of the pool's engine count (spec/kfd.md §2.6).
+  auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = "mi300x"});
+  const auto& gpu = sys.default_agent();
+  for (std::uint32_t want : {1u, 5u}) {
+    CAPTURE(want);
+    rt::copy_options o;
+    o.sdma.engine_id = want;
+    auto e = rt::copy_engine::create(gpu, o);
+    REQUIRE(e.method() == rt::copy_method::sdma);
+    std::optional<emu::queue_info> info;
+    for (const auto& q : sys.emulator()->queues())
+      if (q.queue_id == e.sdma()->queue_id()) info = q;
+    REQUIRE(info);
+    CHECK(info->sdma_engine == want);
+    CHECK(info->type == (want < 2 ? aqueduct::abi::kfd::queue_type_sdma : aqueduct::abi::kfd::queue_type_sdma_xgmi));
+    round_trip(gpu, e, 5000, 1);
+  }
 }
