@@ -9,6 +9,8 @@
 // Thread safety: one consumer thread per ring; start/stop from one controlling thread.
 #pragma once
 
+#include <aqueduct/config.hpp>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -23,7 +25,7 @@ namespace bench {
 
 inline constexpr std::uint32_t invalid_type = 1;  // HSA_PACKET_TYPE_INVALID (hsa.h)
 
-inline void cpu_relax() noexcept { __builtin_ia32_pause(); }
+inline void cpu_relax() noexcept { AQUEDUCT_CPU_RELAX(); }
 
 // The ONE way every producer variant waits for the consumer when its ring is full, so that the
 // full-ring path costs the same for aqueduct and the peers and ratios compare the publish

@@ -65,6 +65,7 @@ struct aqueduct_fixture {
             .kernarg_address = aq::gpu_va(d.kernarg_address),
             .grid = {d.grid_x, 1, 1},
             .workgroup = {d.workgroup_x, 1, 1},
+            .segments = {},
             .completion_signal = d.completion_signal};
   }
 
