@@ -245,3 +245,28 @@ TEST_CASE("an SDMA queue on a chosen engine (SDMA_BY_ENG_ID) lands on that engin
     round_trip(gpu, e, 5000, 1);
   }
 }
+
+TEST_CASE("copier: any two buffers, on the source buffer's GPU, peer-mapping the destination") {
+  auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = "2*rx7900xtx"});
+  const auto& g0 = sys.agents()[0];
+  const auto& g1 = sys.agents()[1];
+  constexpr std::size_t n = 123457;
+  auto in = g0.alloc<unsigned char>(n);
+  auto a = g0.alloc<unsigned char>(n, rt::memory_kind::device);
+  auto b = g1.alloc<unsigned char>(n, rt::memory_kind::device);
+  auto out = g0.alloc<unsigned char>(n);  // host memory of GPU 0: GPU 1 writes it through a peer mapping
+  pattern(in.data(), n, 5);
+  rt::copier c(sys.agents());
+  REQUIRE(c.try_copy(a, in));
+  REQUIRE(c.try_copy(b, a));   // GPU 0's engine
+  REQUIRE(c.try_copy(out, b));  // GPU 1's engine
+  CHECK(std::memcmp(out.data(), in.data(), n) == 0);
+  auto e0 = c.try_engine_for(g0.gpu_id());
+  auto e1 = c.try_engine_for(g1.gpu_id());
+  REQUIRE(e0);
+  REQUIRE(e1);
+  CHECK((*e0)->sdma()->engine_model()->bytes_moved() == 2 * n);  // in→a and a→b
+  CHECK((*e1)->sdma()->engine_model()->bytes_moved() == n);      // b→out
+  CHECK_FALSE(sys.emulator()->is_mapped(g1.gpu_id(), out.address(), 1));  // peer mapping ended
+  CHECK(c.try_engine_for(12345).get_failure() == errc::not_found);
+}

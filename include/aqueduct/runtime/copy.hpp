@@ -14,6 +14,7 @@
 // the buffer's own GPU and the peer (the owner's mapping is already there; the kernel and the
 // emulator skip it) and unmaps the peer again when destroyed. A queue that touches memory mapped
 // only to another GPU faults (emulator: errc::device_fault with the address).
+// `copier` does all of it for any two buffers of a system (source GPU's engine, peer mapping).
 // Copies here are synchronous (submit, then wait); the SDMA queue itself also takes asynchronous
 // work (sdma_queue::try_copy returns a sequence number).
 // Thread safety: a copy_engine is used by one thread at a time; peer_mapping is a value.
@@ -233,5 +234,39 @@ template <class T>
   AQUEDUCT_TRY(auto m, peer_mapping::try_map(dst, source_engine.gpu()));
   return source_engine.try_copy(dst, src);
 }
+
+// Copies between any two buffers of a system: picks the SOURCE buffer's GPU, makes that agent's
+// copy_engine on first use, and maps the destination to it for the copy when it lives on another
+// GPU (host memory counts as the GPU it was allocated on). One thread at a time.
+class copier {
+ public:
+  explicit copier(std::span<const agent> agents, copy_options o = {}) : agents_(agents.begin(), agents.end()), opt_(std::move(o)) {
+    engines_.resize(agents_.size());
+  }
+
+  template <class T>
+  [[nodiscard]] result<void> try_copy(const buffer<T>& dst, const buffer<T>& src) {
+    AQUEDUCT_TRY(copy_engine * e, try_engine_for(src.bo().gpu_id()));
+    if (dst.bo().gpu_id() == e->gpu().gpu_id()) return e->try_copy(dst, src);
+    return try_copy_to_peer(*e, dst, src);
+  }
+  // The engine of the agent with this gpu_id (made on first use).
+  [[nodiscard]] result<copy_engine*> try_engine_for(std::uint32_t gpu_id) {
+    for (std::size_t i = 0; i < agents_.size(); ++i) {
+      if (agents_[i].gpu_id() != gpu_id) continue;
+      if (!engines_[i]) {
+        AQUEDUCT_TRY(auto e, copy_engine::try_create(agents_[i], opt_));
+        engines_[i].emplace(std::move(e));
+      }
+      return &*engines_[i];
+    }
+    return failure(errc::not_found, "no agent with gpu_id " + std::to_string(gpu_id) + " in this copier");
+  }
+
+ private:
+  std::vector<agent> agents_;
+  copy_options opt_;
+  std::vector<std::optional<copy_engine>> engines_;
+};
 
 }  // namespace aqueduct::runtime
