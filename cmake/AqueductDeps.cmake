@@ -21,3 +21,9 @@ if(PkgConfig_FOUND)
     set(AQUEDUCT_WITH_LIBDRM 1)
   endif()
 endif()
+
+# zstd and zlib: compressed offload bundles (CCOB) in code/decompress.hpp. Plain library names
+# so the exported target carries them as -lzstd -lz (Debian: libzstd-dev, zlib1g-dev).
+find_library(AQUEDUCT_ZSTD_LIBRARY zstd REQUIRED)
+find_library(AQUEDUCT_ZLIB_LIBRARY z REQUIRED)
+target_link_libraries(aqueduct INTERFACE zstd z)

@@ -1,5 +1,6 @@
 // aqueduct/code.hpp — the code layer: code objects (ELF, metadata), offload bundles and CCOB,
-// ISA selection, loading. code/decompress.hpp (included through fat_binary.hpp) needs -lzstd -lz.
+// ISA selection, loading. code/decompress.hpp (included through fat_binary.hpp) uses libzstd and
+// zlib, which the aqueduct::aqueduct target and aqueduct.pc link (-lzstd -lz).
 #pragma once
 
 #include <aqueduct/code/bundle.hpp>
