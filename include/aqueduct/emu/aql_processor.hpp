@@ -28,6 +28,7 @@
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/emu/aql_error.hpp>
 #include <aqueduct/emu/host_kernel.hpp>
+#include <aqueduct/emu/queue_wakeup.hpp>
 #include <aqueduct/emu/wave_state.hpp>
 
 #include <algorithm>
@@ -86,7 +87,8 @@ struct aql_processor_options {
   std::function<bool(std::uint64_t packet_index, const abi::aql_slot&)> sequence_check;
 };
 
-class aql_processor {
+// The doorbell (queue_wakeup::ring_doorbell) carries the index of the last packet written.
+class aql_processor : public queue_wakeup {
  public:
   aql_processor(const aql_processor&) = delete;
   aql_processor& operator=(const aql_processor&) = delete;
@@ -119,20 +121,6 @@ class aql_processor {
     return try_create(b, vm, events, registry, std::move(opt)).value();
   }
 
-  // The doorbell write (value = index of the last packet written). Wakes the processor.
-  void ring_doorbell(std::uint64_t value) noexcept {
-    doorbell_.store(value, std::memory_order_release);
-    notify();
-  }
-  // Wakes the processor without a doorbell (e.g. a signal it may be waiting on changed).
-  void notify() noexcept {
-    {
-      std::lock_guard lock(mu_);
-      ++wake_seq_;
-    }
-    cv_.notify_all();
-  }
-
   [[nodiscard]] bool has_error() const noexcept { return has_error_.load(std::memory_order_acquire); }
   [[nodiscard]] std::optional<aql_error> error() const {
     std::lock_guard lock(err_mu_);
@@ -140,7 +128,6 @@ class aql_processor {
   }
   // Packets retired (the read index the processor last published).
   [[nodiscard]] std::uint64_t read_index() const noexcept { return retired_.load(std::memory_order_acquire); }
-  [[nodiscard]] std::uint64_t doorbell_value() const noexcept { return doorbell_.load(std::memory_order_acquire); }
   [[nodiscard]] const aql_queue_binding& binding() const noexcept { return b_; }
 
   // Blocks until `index` packets are retired (true), or the timeout passes, or the queue is in
@@ -156,12 +143,7 @@ class aql_processor {
 
   // Stops and joins every thread. In-flight workgroups finish; unlaunched packets stay.
   void stop() noexcept {
-    {
-      std::lock_guard lock(mu_);
-      if (stop_) return;
-      stop_ = true;
-    }
-    cv_.notify_all();
+    if (!request_stop()) return;
     worker_cv_.notify_all();
     if (thread_.joinable()) thread_.join();
     for (auto& t : workers_)
@@ -221,7 +203,7 @@ class aql_processor {
       const std::uint64_t seen = wake_seq();  // before looking, so no doorbell is missed
       retire();
       if (has_error() || inflight_.size() >= opt_.max_inflight) {
-        wait_for_event(seen, opt_.idle_poll);
+        wait_for_wakeup(seen, opt_.idle_poll);
         continue;
       }
       abi::aql_slot& slot = ring_[launch_ & (slots_ - 1)];
@@ -232,11 +214,11 @@ class aql_processor {
         if (opt_.adversarial)
           std::this_thread::yield();
         else
-          wait_for_event(seen, opt_.idle_poll);
+          wait_for_wakeup(seen, opt_.idle_poll);
         continue;
       }
       if (h.barrier && !inflight_.empty()) {  // wait for every earlier packet to complete
-        wait_for_event(seen, opt_.idle_poll);
+        wait_for_wakeup(seen, opt_.idle_poll);
         continue;
       }
       abi::aql_slot snap = read_slot(slot);
@@ -267,7 +249,7 @@ class aql_processor {
           const int r = barrier_satisfied(snap, h);
           if (r < 0) break;  // faulted
           if (r == 0) {      // not yet: the queue stalls here
-            wait_for_event(seen, backoff);
+            wait_for_wakeup(seen, backoff);
             backoff = std::min(backoff * 2, std::chrono::microseconds(1000));
             break;
           }
@@ -301,20 +283,6 @@ class aql_processor {
       std::memcpy(out.bytes + 8 * i, &v, 8);
     }
     return out;
-  }
-
-  bool stopping() const {
-    std::lock_guard lock(mu_);
-    return stop_;
-  }
-
-  std::uint64_t wake_seq() const {
-    std::lock_guard lock(mu_);
-    return wake_seq_;
-  }
-  void wait_for_event(std::uint64_t seen, std::chrono::microseconds t) {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, t, [&] { return stop_ || wake_seq_ != seen; });
   }
 
   inflight* push_inflight(const abi::aql_slot& snap, const abi::decoded_header& h) {
@@ -611,11 +579,7 @@ class aql_processor {
       if (!job->faulted.load(std::memory_order_acquire)) run_workgroup(*job, wg);
       if (job->done_wg.fetch_add(1, std::memory_order_acq_rel) + 1 == job->total_wg) {
         job->complete.store(true, std::memory_order_release);
-        {
-          std::lock_guard lock(mu_);
-          ++wake_seq_;
-        }
-        cv_.notify_all();
+        notify();
       }
     }
   }
@@ -634,16 +598,12 @@ class aql_processor {
   std::uint64_t checked_ = 0;                         // launch_ + 1 once sequence-checked
   std::deque<std::unique_ptr<inflight>> inflight_;    // processor thread only
   std::atomic<std::uint64_t> retired_{0};
-  std::atomic<std::uint64_t> doorbell_{0};
   std::atomic<bool> has_error_{false};
   std::atomic<bool> quiet_{false};  // in error and nothing left that can retire
 
-  mutable std::mutex mu_;  // wake_seq_, stop flags, jobs_
-  std::condition_variable cv_;
+  // Guarded by queue_wakeup::mu_: workers_stop_, jobs_ (and dispatch_job::next_wg).
   mutable std::condition_variable retire_cv_;
   std::condition_variable worker_cv_;
-  std::uint64_t wake_seq_ = 0;
-  bool stop_ = false;
   bool workers_stop_ = false;
   std::deque<std::shared_ptr<dispatch_job>> jobs_;
 

@@ -40,6 +40,7 @@
 #include <aqueduct/emu/cwsr.hpp>
 #include <aqueduct/emu/host_kernel.hpp>
 #include <aqueduct/emu/pm4_fault.hpp>
+#include <aqueduct/emu/queue_wakeup.hpp>
 #include <aqueduct/emu/wave_state.hpp>
 #include <aqueduct/queue/pm4_describe.hpp>
 #include <aqueduct/sync/wait.hpp>
@@ -101,7 +102,8 @@ struct pm4_preemption_stats {
   std::uint64_t max_state_bytes = 0;  // largest accounted workgroup state
 };
 
-class pm4_processor {
+// The doorbell (queue_wakeup::ring_doorbell) carries the write pointer in dwords.
+class pm4_processor : public queue_wakeup {
  public:
   pm4_processor(const pm4_processor&) = delete;
   pm4_processor& operator=(const pm4_processor&) = delete;
@@ -129,19 +131,6 @@ class pm4_processor {
                                                              const host_kernel_registry& registry = host_kernel_registry::global(),
                                                              pm4_processor_options opt = {}) {
     return try_create(b, vm, events, registry, std::move(opt)).value();
-  }
-
-  // The doorbell write (value = write pointer in dwords). Wakes the processor.
-  void ring_doorbell(std::uint64_t value) noexcept {
-    doorbell_.store(value, std::memory_order_release);
-    notify();
-  }
-  void notify() noexcept {
-    {
-      std::lock_guard lock(mu_);
-      ++wake_seq_;
-    }
-    cv_.notify_all();
   }
 
   // ---- preemption on demand ---------------------------------------------------------------------
@@ -189,7 +178,6 @@ class pm4_processor {
   [[nodiscard]] std::uint64_t write_pointer() const noexcept {
     return std::atomic_ref<std::uint64_t>(*wptr_).load(std::memory_order_acquire);
   }
-  [[nodiscard]] std::uint64_t doorbell_value() const noexcept { return doorbell_.load(std::memory_order_acquire); }
   [[nodiscard]] std::uint64_t dispatches() const noexcept { return dispatches_.load(std::memory_order_acquire); }
   [[nodiscard]] const pm4_queue_binding& binding() const noexcept { return b_; }
   // SH register (absolute dword address 0x2C00..0x2FFF) as the last dispatch (or fault) saw it; for tests.
@@ -221,13 +209,7 @@ class pm4_processor {
   }
 
   void stop() noexcept {
-    {
-      std::lock_guard lock(mu_);
-      if (stop_) return;
-      stop_ = true;
-      ++wake_seq_;
-    }
-    cv_.notify_all();
+    if (!request_stop()) return;
     if (thread_.joinable()) thread_.join();
   }
 
@@ -267,13 +249,13 @@ class pm4_processor {
         seen = wake_seq_;
       }
       if (dead_) {
-        idle_wait(seen, std::chrono::hours(1));
+        wait_for_wakeup(seen, std::chrono::hours(1));
         continue;
       }
       if (preemption_point(false) == step::stopped) return;
       const std::uint64_t w = write_pointer();
       if (rptr_local_ >= w) {
-        idle_wait(seen, opt_.idle_poll);
+        wait_for_wakeup(seen, opt_.idle_poll);
         continue;
       }
       const std::uint32_t hdr = ring_at(rptr_local_);
@@ -284,7 +266,7 @@ class pm4_processor {
         continue;
       }
       if (w - rptr_local_ < len) {  // the rest of the packet is not published yet
-        idle_wait(seen, opt_.idle_poll);
+        wait_for_wakeup(seen, opt_.idle_poll);
         continue;
       }
       cur_.resize(len);
@@ -292,7 +274,7 @@ class pm4_processor {
       const step s = execute(cur_, 0, false);
       if (s == step::stopped) return;
       if (s == step::retry) {  // WAIT_REG_MEM not satisfied: re-poll, backing off up to 64x
-        idle_wait(seen, opt_.wait_poll * (1u << std::min(retries_++, 6u)));
+        wait_for_wakeup(seen, opt_.wait_poll * (1u << std::min(retries_++, 6u)));
         continue;
       }
       retries_ = 0;
@@ -303,10 +285,6 @@ class pm4_processor {
     }
   }
 
-  void idle_wait(std::uint64_t seen, std::chrono::microseconds d) {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, d, [&] { return stop_ || wake_seq_ != seen; });
-  }
   void publish_rptr() {
     {
       std::lock_guard lock(mu_);
@@ -448,15 +426,11 @@ class pm4_processor {
   std::chrono::steady_clock::time_point next_timer_preempt_{};
 
   std::atomic<std::uint64_t> rptr_pub_{0};
-  std::atomic<std::uint64_t> doorbell_{0};
   std::atomic<std::uint64_t> dispatches_{0};
   std::atomic<bool> has_error_{false};
 
-  mutable std::mutex mu_;  // wake_seq_, stop_, preemption flags, stats_, sh_snapshot_
-  std::condition_variable cv_;
+  // Guarded by queue_wakeup::mu_: the preemption flags, stats_, sh_snapshot_.
   mutable std::condition_variable state_cv_;
-  std::uint64_t wake_seq_ = 0;
-  bool stop_ = false;
   bool preempt_requested_ = false;
   bool resume_requested_ = false;
   bool preempted_ = false;

@@ -1,0 +1,81 @@
+// aqueduct/emu/queue_wakeup.hpp — the doorbell and wake-up of an emulated queue's processor thread.
+//
+// Layer: emu. The AQL (emu/aql_processor.hpp) and PM4 (emu/pm4_processor.hpp) processors each run
+// one thread that sleeps until there may be work: `queue_wakeup` is that mechanism, their common
+// base. A doorbell write records its value and wakes the thread; `notify` wakes it without one.
+// The thread reads `wake_seq()` BEFORE it looks for work and then sleeps in
+// `wait_for_wakeup(seen, timeout)` until the count moves on, a stop is requested or the timeout
+// passes — so a wake-up that comes while it looks is never lost. `mu_` guards the count and the
+// stop flag; a processor guards its own shared state with the same mutex and may wait on `cv_`
+// with its own predicates.
+// Thread safety: ring_doorbell, notify and doorbell_value may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+namespace aqueduct::emu {
+
+class queue_wakeup {
+ public:
+  queue_wakeup(const queue_wakeup&) = delete;
+  queue_wakeup& operator=(const queue_wakeup&) = delete;
+
+  // The doorbell write (its value is the producer's write index/pointer). Wakes the thread.
+  void ring_doorbell(std::uint64_t value) noexcept {
+    doorbell_.store(value, std::memory_order_release);
+    notify();
+  }
+  // Wakes the thread without a doorbell (e.g. a signal it may be waiting on changed).
+  void notify() noexcept {
+    {
+      std::lock_guard lock(mu_);
+      ++wake_seq_;
+    }
+    cv_.notify_all();
+  }
+  [[nodiscard]] std::uint64_t doorbell_value() const noexcept { return doorbell_.load(std::memory_order_acquire); }
+
+ protected:
+  queue_wakeup() = default;
+  ~queue_wakeup() = default;
+
+  // The wake-up count: read it before looking for work, then wait_for_wakeup(seen, ...).
+  [[nodiscard]] std::uint64_t wake_seq() const {
+    std::lock_guard lock(mu_);
+    return wake_seq_;
+  }
+  // Sleeps until a wake-up after `seen`, a stop request, or `timeout`.
+  void wait_for_wakeup(std::uint64_t seen, std::chrono::microseconds timeout) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, timeout, [&] { return stop_ || wake_seq_ != seen; });
+  }
+  [[nodiscard]] bool stopping() const {
+    std::lock_guard lock(mu_);
+    return stop_;
+  }
+  // Sets the stop flag and wakes the thread; false if a stop was already requested.
+  bool request_stop() noexcept {
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return false;
+      stop_ = true;
+      ++wake_seq_;
+    }
+    cv_.notify_all();
+    return true;
+  }
+
+  mutable std::mutex mu_;       // wake_seq_, stop_, and the state each processor guards with it
+  std::condition_variable cv_;  // the processor thread sleeps here
+  std::uint64_t wake_seq_ = 0;
+  bool stop_ = false;
+
+ private:
+  std::atomic<std::uint64_t> doorbell_{0};
+};
+
+}  // namespace aqueduct::emu
