@@ -270,3 +270,23 @@ TEST_CASE("copier: any two buffers, on the source buffer's GPU, peer-mapping the
   CHECK_FALSE(sys.emulator()->is_mapped(g1.gpu_id(), out.address(), 1));  // peer mapping ended
   CHECK(c.try_engine_for(12345).get_failure() == errc::not_found);
 }
+
+TEST_CASE("SDMA work waits on a runtime signal and sets one that a host wait (KFD event) sees") {
+  auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = "rx7900xtx"});
+  const auto& gpu = sys.default_agent();
+  auto q = rt::make_sdma_queue(gpu);
+  auto gate = gpu.make_signal(1);
+  auto done = gpu.make_signal(1);
+  auto src = gpu.alloc<unsigned char>(4096);
+  auto dst = gpu.alloc<unsigned char>(4096);
+  pattern(src.data(), 4096, 3);
+  REQUIRE(q.try_wait_signal(gate.ref(), 0));  // value == 0
+  REQUIRE(q.try_copy(dst.va(), src.va(), 4096));
+  REQUIRE(q.try_signal(done.ref(), 0));
+  CHECK(done.try_wait_eq(0, std::chrono::milliseconds(30)).get_failure() == errc::timeout);
+  CHECK(dst[0] == 0);
+  gate.store(0);
+  REQUIRE(done.try_wait_eq(0, std::chrono::seconds(10)));
+  CHECK(std::memcmp(dst.data(), src.data(), 4096) == 0);
+  CHECK_FALSE(q.fault());
+}

@@ -22,6 +22,7 @@
 // destroy with no concurrent use. Destroy before the system.
 #pragma once
 
+#include <aqueduct/abi/amd_signal.hpp>
 #include <aqueduct/abi/sdma.hpp>
 #include <aqueduct/arch/target.hpp>
 #include <aqueduct/core/result.hpp>
@@ -33,9 +34,11 @@
 #include <aqueduct/runtime/agent.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/sync/atomics.hpp>
+#include <aqueduct/sync/signal.hpp>
 #include <aqueduct/sync/wait.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -160,6 +163,27 @@ class sdma_queue {
   // The GPU timestamp (8-byte aligned address).
   result<std::uint64_t> try_timestamp(gpu_va addr, sync::nanoseconds timeout = sync::infinite) {
     return submit(timeout, [&](auto& q) { return q.try_timestamp(addr, timeout, false); });
+  }
+  // After the work before it: set an amd_signal's 64-bit value (two FENCEs, low dword first), then,
+  // if the signal names a KFD event, FENCE its mailbox and TRAP so host waiters wake (§3.4).
+  result<std::uint64_t> try_signal(sync::signal_ref sig, std::int64_t value, sync::nanoseconds timeout = sync::infinite) {
+    const abi::amd_signal& s = *sig.get();
+    const gpu_va value_va(sig.handle() + offsetof(abi::amd_signal, value));
+    const std::uint64_t mailbox = s.event_mailbox_ptr;
+    const std::uint32_t event_id = s.event_id;
+    return submit(timeout, [&](auto& q) -> result<void> {
+      AQUEDUCT_TRY_VOID(q.try_fence64(value_va, static_cast<std::uint64_t>(value), timeout, false));
+      if (mailbox) return q.try_signal_event(gpu_va(mailbox), event_id, timeout, false);
+      return ok();
+    });
+  }
+  // Later work waits until the signal's value compares `func` against `value` (POLL_REGMEM on the
+  // value's low dword: meaningful for values below 2^32, e.g. completion counts reaching 0).
+  result<std::uint64_t> try_wait_signal(sync::signal_ref sig, std::uint32_t value,
+                                        abi::sdma::poll_regmem::function func = abi::sdma::poll_regmem::function::equal,
+                                        sync::nanoseconds timeout = sync::infinite) {
+    const gpu_va value_va(sig.handle() + offsetof(abi::amd_signal, value));
+    return submit(timeout, [&](auto& q) { return q.try_wait(value_va, value, 0xFFFFFFFFu, func, timeout, false); });
   }
 
   // ---- waits --------------------------------------------------------------------------------------
