@@ -4,10 +4,11 @@
 // Layer: runtime. A `kernel` is the GPU address of a 64-byte kernel descriptor in code memory
 // plus the sizes a dispatch packet repeats (kernarg, LDS, scratch). An `executable` owns the code
 // memory its kernels live in.
-// On the emulated device kernels are host functions (emu/host_kernel.hpp): an
-// `emulated_code_object` lists them; loading one writes, for each kernel, a real kernel
-// descriptor followed (at the 256-byte code entry) by an emulated code blob naming the function,
-// into code memory allocated through kfd/ like any code object. The descriptor follows one fixed
+// Loading goes through code/loader.hpp (code::try_load) with `detail::code_allocator`, which
+// hands the loader kfd/ buffers of memory_use::code. On the emulated device kernels are host
+// functions (emu/host_kernel.hpp): a `host_code_object` lists them; loading one registers each
+// function and places, per kernel, a real kernel descriptor followed (at the 256-byte code entry)
+// by an emulated code blob naming the function (code::emulated_code_object). The descriptor follows one fixed
 // register ABI, `host_kernel_abi`: user SGPRs s[0:1] = dispatch packet pointer, s[2:3] = kernarg
 // pointer; system SGPRs s4, s5, s6 = workgroup id X, Y, Z; VGPR v0 = work-item id X (wave64).
 // `host_workgroup` decodes exactly those registers, so a host kernel finds its arguments the way
