@@ -2,9 +2,12 @@
 // §1.4 (absolute dword addresses, Mesa byte names = abs*4), the PM4 header examples of §1.1
 // (ACQUIRE_MEM C0055800 on gfx9, C0065800 on gfx10+), and the compute_pgm_rsrc values clang-19
 // wrote into the measured vadd kernel descriptors (spec/code-objects.md §3.5).
+#include <aqueduct/abi/pm4.hpp>
 #include <aqueduct/arch/family.hpp>
 
 #include <doctest/doctest.h>
+
+#include <type_traits>
 
 namespace arch = aqueduct::arch;
 
@@ -112,6 +115,17 @@ template <class L>
 concept has_priv_field = requires { typename L::priv; };
 static_assert(!has_priv_field<arch::gfx9_tag::rsrc1> && !has_priv_field<arch::gfx11_tag::rsrc1> &&
               !has_priv_field<arch::gfx12_tag::rsrc1>);
+
+// DISPATCH_INITIATOR's bits are defined once (abi/pm4.hpp); the per-generation names are those types.
+namespace abi_di = aqueduct::abi::pm4::dispatch_initiator;
+static_assert(std::is_same_v<arch::gfx9_tag::dispatch_initiator::compute_shader_en, abi_di::compute_shader_en> &&
+              std::is_same_v<arch::gfx9_tag::dispatch_initiator::data_atc, abi_di::data_atc_gfx9> &&
+              std::is_same_v<arch::gfx11_tag::dispatch_initiator::cs_w32_en, abi_di::cs_w32_en> &&
+              std::is_same_v<arch::gfx12_tag::dispatch_initiator::disable_disp_prempt_en, abi_di::disable_disp_prempt_en>);
+// ... and keep the bit positions of COMPUTE_DISPATCH_INITIATOR (spec/packets.md §1.5 [TG-REGS]).
+static_assert(arch::gfx11_tag::dispatch_initiator::cs_w32_en::mask == (1u << 15) &&
+              arch::gfx9_tag::dispatch_initiator::data_atc::mask == (1u << 12) &&
+              arch::gfx12_tag::dispatch_initiator::ping_pong_en::mask == (1u << 12));
 
 TEST_CASE("family_of") {
   CHECK(arch::family_of(90000) == arch::family::gfx9);

@@ -20,6 +20,7 @@
 // Thread safety: constants and pure functions only.
 #pragma once
 
+#include <aqueduct/abi/pm4.hpp>
 #include <aqueduct/core/bits.hpp>
 
 #include <concepts>
@@ -199,25 +200,27 @@ struct rsrc3_gfx12 {
   using image_op = bitflag<31>;
 };
 
-// COMPUTE_DISPATCH_INITIATOR.
+// COMPUTE_DISPATCH_INITIATOR: its bits are defined once, in abi/pm4.hpp (the DISPATCH_DIRECT
+// payload); each generation here names the ones it has.
+namespace initiator = abi::pm4::dispatch_initiator;
 struct dispatch_initiator_gfx9 {
-  using compute_shader_en = bitflag<0>;
-  using partial_tg_en = bitflag<1>;
-  using force_start_at_000 = bitflag<2>;
-  using ordered_append_enbl = bitflag<3>;
-  using ordered_append_mode = bitflag<4>;
-  using use_thread_dimensions = bitflag<5>;
-  using order_mode = bitflag<6>;
-  using scalar_l1_inv_vol = bitflag<10>;
-  using vector_l1_inv_vol = bitflag<11>;
-  using data_atc = bitflag<12>;  // gfx9 APUs (ROCT)
-  using restore = bitflag<14>;
+  using compute_shader_en = initiator::compute_shader_en;
+  using partial_tg_en = initiator::partial_tg_en;
+  using force_start_at_000 = initiator::force_start_at_000;
+  using ordered_append_enbl = initiator::ordered_append_enbl;
+  using ordered_append_mode = initiator::ordered_append_mode;
+  using use_thread_dimensions = initiator::use_thread_dimensions;
+  using order_mode = initiator::order_mode;
+  using scalar_l1_inv_vol = initiator::scalar_l1_inv_vol;
+  using vector_l1_inv_vol = initiator::vector_l1_inv_vol;
+  using data_atc = initiator::data_atc_gfx9;  // gfx9 APUs (ROCT)
+  using restore = initiator::restore;
 };
 struct dispatch_initiator_gfx10 : dispatch_initiator_gfx9 {
-  using tunnel_enable = bitflag<13>;
-  using cs_w32_en = bitflag<15>;
-  using amp_shader_en = bitflag<16>;
-  using disable_disp_prempt_en = bitflag<17>;
+  using tunnel_enable = initiator::tunnel_enable;
+  using cs_w32_en = initiator::cs_w32_en;
+  using amp_shader_en = initiator::amp_shader_en;
+  using disable_disp_prempt_en = initiator::disable_disp_prempt_en;
 };
 struct dispatch_initiator_gfx12 : dispatch_initiator_gfx10 {
   using ping_pong_en = bitflag<12>;
