@@ -105,7 +105,11 @@ class aql_queue {
   class [[nodiscard]] reservation {
    public:
     reservation(reservation&& o) noexcept
-        : q_(std::exchange(o.q_, nullptr)), span_(o.span_), written_(o.written_), headers_(o.headers_) {}
+        : q_(std::exchange(o.q_, nullptr)), span_(o.span_), written_(o.written_) {
+      // Only the written entries hold values; the rest are deliberately left uninitialized.
+      for (std::uint32_t i = 0; i < span_.count; ++i)
+        if (written_ & (std::uint64_t{1} << i)) headers_[i] = o.headers_[i];
+    }
     reservation& operator=(reservation&&) = delete;
     ~reservation() { abandon(); }
 
@@ -169,7 +173,10 @@ class aql_queue {
     aql_queue* q_ = nullptr;
     ring_span span_{};
     std::uint64_t written_ = 0;
-    std::array<std::uint32_t, max_batch> headers_{};
+    // Header dwords of written entries (bit i of written_). Not zero-initialized: clearing 256
+    // bytes on every reservation was ~35% of a single-packet publish (bench/dispatch,
+    // docs/benchmarks.md); publish() reads only entries write() or abandon() filled.
+    std::array<std::uint32_t, max_batch> headers_;
   };
 
   // Reserve `n` consecutive slots. If the ring is full, wait up to `timeout` for the processor
