@@ -4,6 +4,7 @@
 // same inputs (a host reference), packet limits and dwords from spec/packets.md §3 (0x3FFF00 =
 // Mesa's SDMA 2.0/4.x/5.0 COPY_LINEAR maximum, 0x3FFFFF00 the 5.2+ one; COPY_LINEAR's count
 // field is 22 bits on v4/v5.0), the fault address from the test's own mapping layout.
+#include <aqueduct/config.hpp>
 #include <aqueduct/emu/sdma_engine.hpp>
 #include <aqueduct/queue/sdma_queue.hpp>
 
@@ -228,8 +229,11 @@ TEST_CASE_TEMPLATE("copies past one packet's maximum on the 22-bit engines span 
   CHECK_FALSE(r.eng->has_error());
 }
 
-TEST_CASE_TEMPLATE("one copy past the 30-bit engines' packet maximum is split at 0x3FFFFF00", T,
-                   std::integral_constant<engine, engine::v6_0>) {
+// 1 GiB of destination: under ThreadSanitizer/AddressSanitizer that is ~40 s and ~9 GiB of shadow
+// memory on the shared build machine, so there it is reported as skipped (doctest::skip).
+TEST_CASE_TEMPLATE("one copy past the 30-bit engines' packet maximum is split at 0x3FFFFF00" *
+                       doctest::skip(AQUEDUCT_TSAN || AQUEDUCT_ASAN),
+                   T, std::integral_constant<engine, engine::v6_0>) {
   // One engine of the 30-bit family here (v5.2/v7 share the count width; their per-packet
   // encodings are covered by the small copies). 1 GiB + 4099 bytes, odd offsets: two packets.
   rig<T::value> r;
