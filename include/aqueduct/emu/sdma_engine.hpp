@@ -20,7 +20,8 @@
 // the last 255 bytes of the range, spec §3.3), misaligned FENCE/POLL/TIMESTAMP/ATOMIC addresses,
 // a dword fill with a ragged length. A POLL_REGMEM with a finite retry count gives up after that
 // many polls and continues (hardware behaviour on exhaustion is UNVERIFIED).
-// Thread safety: notify/error/read_offset/wait_idle/stop may be called from any thread. The
+// Thread safety: notify/ring_doorbell (emu/queue_wakeup.hpp), error/read_offset/wait_idle/stop may
+// be called from any thread. The
 // vm_access and event_notifier must outlive the engine.
 #pragma once
 
@@ -28,6 +29,7 @@
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/emu/aql_processor.hpp>  // event_notifier
 #include <aqueduct/emu/host_kernel.hpp>    // vm_access
+#include <aqueduct/emu/queue_wakeup.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -108,7 +110,7 @@ struct sdma_engine_options {
   std::chrono::microseconds spin{50};             // busy-poll this long before sleeping
 };
 
-class sdma_engine {
+class sdma_engine : public queue_wakeup {
  public:
   sdma_engine(const sdma_engine&) = delete;
   sdma_engine& operator=(const sdma_engine&) = delete;
@@ -135,14 +137,8 @@ class sdma_engine {
     return try_create(b, vm, events, opt).value();
   }
 
-  // Wakes the engine (the model of it noticing a doorbell write).
-  void notify() noexcept {
-    {
-      std::lock_guard lock(mu_);
-      ++wake_seq_;
-    }
-    cv_.notify_all();
-  }
+  // notify() / ring_doorbell(v) (queue_wakeup) wake the engine: the model of it noticing a
+  // doorbell write. The work itself is found through the write pointer.
   [[nodiscard]] bool has_error() const noexcept { return has_error_.load(std::memory_order_acquire); }
   [[nodiscard]] std::optional<sdma_error> error() const {
     std::lock_guard lock(err_mu_);
@@ -162,13 +158,8 @@ class sdma_engine {
   }
 
   void stop() noexcept {
-    {
-      std::lock_guard lock(mu_);
-      if (stop_) return;
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    (void)request_stop();
+    if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
   }
 
  private:
@@ -179,27 +170,17 @@ class sdma_engine {
     rptr_.store(std::atomic_ref<std::uint64_t>(*rptr_word_).load(std::memory_order_acquire), std::memory_order_release);
   }
 
-  [[nodiscard]] bool stopping() const {
-    std::lock_guard lock(mu_);
-    return stop_;
-  }
   [[nodiscard]] std::uint64_t wptr() const noexcept {
     if (b_.write_pointer_va == 0) return std::atomic_ref<const std::uint64_t>(*b_.doorbell).load(std::memory_order_acquire);
     return std::atomic_ref<std::uint64_t>(*static_cast<std::uint64_t*>(vm_.host_address(b_.write_pointer_va)))
         .load(std::memory_order_acquire);
-  }
-  // Sleeps until notify() or `d` passes; false when stopping.
-  bool doze(std::chrono::microseconds d) {
-    std::unique_lock lock(mu_);
-    const std::uint64_t seen = wake_seq_;
-    cv_.wait_for(lock, d, [&] { return stop_ || wake_seq_ != seen; });
-    return !stop_;
   }
 
   void run() {
     auto idle_since = std::chrono::steady_clock::now();
     std::chrono::microseconds nap{10};
     while (!stopping() && !has_error()) {
+      const std::uint64_t seen = wake_seq();  // before looking, so no wake-up is lost
       const std::uint64_t w = wptr();
       const std::uint64_t r = read_offset();
       if (r < w && step(r, w)) {
@@ -212,7 +193,7 @@ class sdma_engine {
         std::this_thread::yield();
         continue;
       }
-      if (!doze(nap)) break;
+      wait_for_wakeup(seen, nap);
       if (nap < opt_.idle_poll_max) nap *= 2;
     }
     progress_cv_.notify_all();
@@ -294,11 +275,7 @@ class sdma_engine {
   std::atomic<std::uint64_t> moved_{0};
   std::uint32_t poll_tries_ = 0;  // polls of the current POLL_REGMEM (engine thread only)
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  mutable std::condition_variable progress_cv_;
-  std::uint64_t wake_seq_ = 0;
-  bool stop_ = false;
+  mutable std::condition_variable progress_cv_;  // with queue_wakeup::mu_
   std::atomic<bool> has_error_{false};
   mutable std::mutex err_mu_;
   std::optional<sdma_error> error_;
