@@ -21,8 +21,7 @@
 // a dword fill with a ragged length. A POLL_REGMEM with a finite retry count gives up after that
 // many polls and continues (hardware behaviour on exhaustion is UNVERIFIED).
 // Thread safety: notify/ring_doorbell (emu/queue_wakeup.hpp), error/read_offset/wait_idle/stop may
-// be called from any thread. The
-// vm_access and event_notifier must outlive the engine.
+// be called from any thread. The vm_access and event_notifier must outlive the engine.
 #pragma once
 
 #include <aqueduct/abi/sdma.hpp>
