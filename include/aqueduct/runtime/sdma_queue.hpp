@@ -12,8 +12,7 @@
 // AMDKFD_IOC_WAIT_EVENTS.
 // On the emulated device the engine is the one emu::sdma_attachments attached through the
 // device's per-queue `created` hook (runtime::emulator_link forwards to it); DESTROY_QUEUE's
-// `destroyed` hook stops it. (A system without a link — none today — would get an engine attached
-// here from emu::device::queues(), stopped before DESTROY_QUEUE.) A fault of the engine
+// `destroyed` hook stops it. A fault of the engine
 // (an address not mapped for this GPU) makes every wait fail with errc::device_fault and the
 // faulting address; a malformed packet with errc::queue_error.
 // CREATE_QUEUE failing with ENOMEM (no free SDMA queue, spec/kfd.md §2.6), ENOSPC or EPERM is
@@ -55,7 +54,6 @@ struct sdma_queue_options {
   std::uint32_t priority = 7;
   sync::wait_policy wait{};
   sync::nanoseconds drain_timeout = std::chrono::seconds(5);
-  emu::sdma_engine_options emulation{};  // only when this type attaches the engine itself (no emulator_link)
 };
 
 // The doorbell of an SDMA queue: 64-bit, the write pointer in bytes (spec/kfd.md §3.3); on the
@@ -77,29 +75,6 @@ using any_sdma_q = std::variant<std::monostate, sdma_q<abi::sdma::engine::v4_0>,
                                 sdma_q<abi::sdma::engine::v5_2>, sdma_q<abi::sdma::engine::v6_0>,
                                 sdma_q<abi::sdma::engine::v7_0>>;
 
-struct sdma_gpu_view final : emu::vm_access {
-  sdma_gpu_view(emu::device& d, std::uint32_t gpu) noexcept : dev(&d), gpu_id(gpu) {}
-  [[nodiscard]] bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
-    try {
-      return dev->is_mapped(gpu_id, va, len);
-    } catch (...) {
-      return false;
-    }
-  }
-  emu::device* dev;
-  std::uint32_t gpu_id;
-};
-struct sdma_device_events final : emu::event_notifier {
-  explicit sdma_device_events(emu::device& d) noexcept : dev(&d) {}
-  void signal_event(std::uint32_t id) noexcept override {
-    try {
-      dev->signal_event(id);
-    } catch (...) {
-    }
-  }
-  emu::device* dev;
-};
-
 struct sdma_queue_state {
   agent_state* agent = nullptr;
   sdma_queue_options opt{};
@@ -110,10 +85,7 @@ struct sdma_queue_state {
   gpu_va progress_va{};
   std::uint64_t submitted = 0;  // last sequence number submitted
   any_sdma_q q;
-  std::unique_ptr<sdma_gpu_view> vm;          // emulator without a link only
-  std::unique_ptr<sdma_device_events> events;  // emulator without a link only
-  std::unique_ptr<emu::sdma_engine> own_engine;  // emulator without a link only
-  emu::sdma_engine* engine_model = nullptr;    // emulator: the engine running this queue
+  emu::sdma_engine* engine_model = nullptr;  // emulator: the engine running this queue (the link's)
   std::mutex mu;
 };
 
@@ -220,11 +192,9 @@ class sdma_queue {
   void destroy() noexcept {
     if (!s_) return;
     if (!fault()) (void)try_finish(s_->opt.drain_timeout);
-    if (s_->own_engine) s_->own_engine->stop();
-    s_->engine_model = nullptr;  // a linked engine stops inside DESTROY_QUEUE (its hook)
+    s_->engine_model = nullptr;  // the engine stops inside DESTROY_QUEUE (the device's hook)
     s_->q.emplace<std::monostate>();
     s_->res.reset();
-    s_->own_engine.reset();
     s_->event.reset();
     s_.reset();
   }
@@ -347,31 +317,13 @@ inline result<void> sdma_queue::try_wait(std::uint64_t seq, sync::nanoseconds ti
     case abi::sdma::engine::v6_0: st->q.emplace<detail::sdma_q<abi::sdma::engine::v6_0>>(mem, db, true); break;
     case abi::sdma::engine::v7_0: st->q.emplace<detail::sdma_q<abi::sdma::engine::v7_0>>(mem, db, true); break;
   }
-  if (a.sys->emulator && a.sys->link) {
+  if (a.sys->emulator) {
+    if (!a.sys->link) return failure(errc::not_supported, "emulated device without an emulator_link: no SDMA engine");
     st->engine_model = a.sys->link->sdma().find(st->res.queue_id());
     if (!st->engine_model) {
       if (auto e = a.sys->link->sdma().attach_error(st->res.queue_id())) return *e;
       return failure(errc::not_found, "no emulated SDMA engine runs queue " + std::to_string(st->res.queue_id()));
     }
-  } else if (emu::device* dev = a.sys->emulator) {
-    std::optional<emu::queue_info> info;
-    for (const auto& q : dev->queues())
-      if (q.queue_id == st->res.queue_id()) info = q;
-    if (!info || !info->is_sdma())
-      return failure(errc::not_found, "emulated KFD does not list SDMA queue " + std::to_string(st->res.queue_id()));
-    emu::sdma_queue_binding b;
-    b.ring_va = info->ring_base_address;
-    b.ring_bytes = info->ring_size;
-    b.read_pointer_va = info->read_pointer_address;
-    b.write_pointer_va = info->write_pointer_address;
-    b.doorbell = static_cast<const std::uint64_t*>(info->doorbell);
-    b.engine = st->engine;
-    b.gpu_id = info->gpu_id;
-    b.queue_id = info->queue_id;
-    st->vm = std::make_unique<detail::sdma_gpu_view>(*dev, a.node->gpu_id);
-    st->events = std::make_unique<detail::sdma_device_events>(*dev);
-    AQUEDUCT_TRY(st->own_engine, emu::sdma_engine::try_create(b, *st->vm, *st->events, o.emulation));
-    st->engine_model = st->own_engine.get();
   }
   if (st->engine_model) {
     std::visit([&](auto& q) {
