@@ -17,7 +17,7 @@
 // faulting address; a malformed packet with errc::queue_error.
 // CREATE_QUEUE failing with ENOMEM (no free SDMA queue, spec/kfd.md §2.6), ENOSPC or EPERM is
 // reported as errc::out_of_resources, so callers can fall back (runtime/copy.hpp).
-// Thread safety: submissions and waits are serialised by an internal mutex (any thread);
+// Thread safety: submissions are serialised by an internal mutex; waits need none (any thread);
 // destroy with no concurrent use. Destroy before the system.
 #pragma once
 
