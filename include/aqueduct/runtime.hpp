@@ -1,5 +1,6 @@
 // aqueduct/runtime.hpp — the runtime facade: system (real KFD or the emulator), agents, typed
-// buffers, kernels and executables, AQL queues, signals. See docs/runtime.md.
+// buffers, kernels and executables, AQL and PM4 queues, SDMA queues and copies, signals. See
+// docs/runtime.md, docs/pm4.md and docs/copies.md.
 //
 // Layer: runtime. The facade's main types are also named directly in namespace aqueduct
 // (aqueduct::system, aqueduct::agent, aqueduct::buffer ...); `runtime::queue` is not, because
@@ -8,10 +9,13 @@
 
 #include <aqueduct/runtime/agent.hpp>
 #include <aqueduct/runtime/any_device.hpp>
+#include <aqueduct/runtime/copy.hpp>
 #include <aqueduct/runtime/emulation.hpp>
 #include <aqueduct/runtime/kernel.hpp>
 #include <aqueduct/runtime/memory.hpp>
+#include <aqueduct/runtime/pm4_queue.hpp>
 #include <aqueduct/runtime/queue.hpp>
+#include <aqueduct/runtime/sdma_queue.hpp>
 #include <aqueduct/runtime/signal.hpp>
 #include <aqueduct/runtime/system.hpp>
 
