@@ -27,7 +27,7 @@ grep -qx "aqueduct 0.1.0 consumer ok" "$work/cmake.out"
 export PKG_CONFIG_PATH="$work/prefix/share/pkgconfig"
 flags=$(pkg-config --cflags --libs aqueduct)
 # shellcheck disable=SC2086
-"$cxx" "$src/tests/package/consumer/main.cpp" -o "$work/consumer-pc" $flags
+"$cxx" -O1 "$src/tests/package/consumer/main.cpp" -o "$work/consumer-pc" $flags
 "$work/consumer-pc" | tee "$work/pc.out"
 grep -qx "aqueduct 0.1.0 consumer ok" "$work/pc.out"
 echo "package: installed headers consumed through CMake and pkg-config"

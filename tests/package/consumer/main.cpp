@@ -1,14 +1,40 @@
-// A consumer of the installed package: includes the public headers and uses a few of them.
-#include <aqueduct/config.hpp>
-#include <aqueduct/core.hpp>
+// A consumer of the INSTALLED package: includes <aqueduct/aqueduct.hpp>, opens the emulated
+// machine and runs a vector addition on it, checking every element (expected: host arithmetic).
+#include <aqueduct/aqueduct.hpp>
 
+#include <cstdint>
 #include <cstdio>
 
+namespace aq = aqueduct;
+
+namespace {
+struct vadd_args { std::uint64_t a, b, c; std::uint32_t n; };
+
+void vadd(aq::emu::workgroup_context& ctx) {
+  const aq::host_workgroup wg(ctx);
+  const auto args = wg.args<vadd_args>();
+  wg.for_each_item([&](std::uint64_t i) {
+    if (i < args.n)
+      ctx.store<float>(args.c + 4 * i, ctx.load<float>(args.a + 4 * i) + ctx.load<float>(args.b + 4 * i));
+  });
+}
+}  // namespace
+
 int main() {
-  aqueduct::result<int> r = 41;
-  aqueduct::gpu_va va(0x1000);
-  if (!r || (va + aqueduct::byte_count(0x1000)).value != 0x2000) return 1;
-  std::printf("aqueduct %d.%d.%d consumer ok\n", aqueduct::version_major, aqueduct::version_minor,
-              aqueduct::version_patch);
+  auto sys = aq::system::open({.machine = "rx7900xtx"});
+  const aq::agent& gpu = sys.default_agent();
+  auto exe = gpu.load(aq::host_code_object{{{"vadd", vadd, sizeof(vadd_args)}}});
+  auto k = exe.get_kernel("vadd");
+  const std::uint32_t n = 100000;
+  auto a = gpu.alloc<float>(n), b = gpu.alloc<float>(n), c = gpu.alloc<float>(n);
+  for (std::uint32_t i = 0; i < n; ++i) a[i] = float(i), b[i] = 2.0f;
+  auto q = gpu.make_queue();
+  q.wait(q.dispatch(k, aq::grid{n}, aq::block{256}, a, b, c, n));
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (c[i] != float(i) + 2.0f) {
+      std::printf("mismatch at %u: %f\n", i, static_cast<double>(c[i]));
+      return 1;
+    }
+  std::printf("aqueduct %d.%d.%d consumer ok\n", aq::version_major, aq::version_minor, aq::version_patch);
   return 0;
 }
