@@ -32,7 +32,7 @@ void print_table() {
   for (const auto& p : arch::processors()) {
     char ver[16] = "-";
     if (!p.is_generic) std::snprintf(ver, sizeof ver, "%u", p.gfx_target_version);
-    char sdma[8] = "-";
+    char sdma[16] = "-";  // "%u.%u" of a u32 needs up to 12 bytes
     if (p.sdma_version) std::snprintf(sdma, sizeof sdma, "%u.%u", p.sdma_version / 10, p.sdma_version % 10);
     const std::string generic = p.generic.empty() ? std::string("-") : std::string(p.generic);
     std::string last(priv_policy(p));
