@@ -295,13 +295,7 @@ inline result<void> sdma_queue::try_wait(std::uint64_t seq, sync::nanoseconds ti
     return std::move(res).get_failure();
   }
   st->res = std::move(*res);
-  AQUEDUCT_TRY(st->event, a.sys->try_make_event(*a.node));
-  {
-    // The engine FENCEs into the event's mailbox: the process event page (made on whichever GPU
-    // asked first) must be mapped to this GPU too, as libhsakmt maps it to every GPU.
-    std::lock_guard lock(a.sys->event_mu);
-    if (a.sys->event_page) AQUEDUCT_TRY_VOID(a.sys->event_page->try_map_to(*a.node));
-  }
+  AQUEDUCT_TRY(st->event, a.sys->try_make_event(*a.node));  // also maps the event page to this GPU
   auto* page = static_cast<std::byte*>(st->res.pointers().host);
   st->progress = reinterpret_cast<std::uint64_t*>(page + sdma_queue::progress_offset);
   st->progress_va = st->res.pointers().va + byte_count(sdma_queue::progress_offset);

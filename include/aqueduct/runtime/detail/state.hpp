@@ -91,13 +91,18 @@ struct system_state {
 
   [[nodiscard]] driver_ref ref() const noexcept { return driver.ref(); }
 
-  // A signal event on the process event page (allocated on the first call, on `gpu`).
+  // A signal event on the process event page, for engines of `gpu`. The one page is allocated
+  // on the first call (on that call's GPU); every call maps it to its `gpu` too (once per GPU,
+  // kfd::buffer::try_map_to), so every GPU whose queues or signals write an event mailbox has
+  // it in its VM — AQL completion signals, PM4 RELEASE_MEM and SDMA FENCE alike — as libhsakmt
+  // maps the event page to every GPU. Without it a second GPU's mailbox write faults or is lost.
   result<kfd::event<file_type>> try_make_event(const kfd::node& gpu) {
     std::lock_guard lock(event_mu);
     if (!event_page) {
       AQUEDUCT_TRY(auto p, kfd::event_page<file_type>::try_create(ref(), gpu));
       event_page.emplace(std::move(p));
     }
+    AQUEDUCT_TRY_VOID(event_page->try_map_to(gpu));
     return kfd::event<file_type>::try_create_signal(ref(), *event_page, true);
   }
 };

@@ -1,0 +1,179 @@
+// runtime on an emulated machine of two GPUs: queues of the SECOND GPU complete through the
+// process's one KFD event page. The page is allocated on whichever GPU asks for an event first;
+// every GPU whose engines write an event mailbox must have it mapped (as libhsakmt maps it to
+// every GPU). Here AQL and PM4 queues (and a pooled signal) on GPU 1 are waited on with
+// wait_kind::block and a max_block far beyond the test's timeout, so the wait can only return
+// early if the engine wrote the mailbox and raised the event: without the mapping the AQL
+// processor skips the mailbox write (the wait sleeps out its whole slice) and the PM4 RELEASE_MEM
+// faults on the unmapped mailbox (errc::device_fault). Results are checked element by element
+// against host arithmetic (c[i] = a[i] + b[i] with a[i] = i, b[i] = 2i + 0.5 → 3i + 0.5, exact
+// in float for these sizes).
+#include "host_kernels.hpp"
+
+#include <aqueduct/runtime/pm4_queue.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+namespace aq = aqueduct;
+namespace rt = aqueduct::runtime;
+using namespace rt_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Block at once, in one slice longer than any timeout below: only the KFD event ends it early.
+constexpr aq::sync::wait_policy blocking{aq::sync::wait_kind::block, aq::sync::nanoseconds::zero(), 600s};
+constexpr auto wait_timeout = 6s;
+constexpr auto woken_within = 3s;  // a woken wait takes milliseconds; an unwoken one the full 6 s
+
+struct vadd_run {
+  std::uint32_t n;
+  rt::buffer<float> a, b, c;
+  vadd_run(const rt::agent& gpu, std::uint32_t count, rt::memory_kind out = rt::memory_kind::host)
+      : n(count), a(gpu.alloc<float>(n)), b(gpu.alloc<float>(n)), c(gpu.alloc<float>(n, out)) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      a[i] = static_cast<float>(i);
+      b[i] = 2.0f * static_cast<float>(i) + 0.5f;
+      c[i] = -1.0f;
+    }
+  }
+  [[nodiscard]] std::uint32_t wrong() const {
+    std::uint32_t bad = 0;
+    for (std::uint32_t i = 0; i < n; ++i) bad += c[i] != 3.0f * static_cast<float>(i) + 0.5f;
+    return bad;
+  }
+};
+
+template <class F>
+auto timed(F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = f();
+  return std::pair{std::move(r), std::chrono::steady_clock::now() - t0};
+}
+
+}  // namespace
+
+TEST_CASE("AQL and PM4 queues on the second GPU wake blocking waits through the KFD event") {
+  for (const std::string machine : {"2*rx7900xtx", "mi300x,rx7900xtx"}) {
+    CAPTURE(machine);
+    auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = machine});
+    REQUIRE(sys.agents().size() == 2);
+    const rt::agent& g0 = sys.agents()[0];
+    const rt::agent& g1 = sys.agents()[1];
+    REQUIRE(g0.gpu_id() != g1.gpu_id());
+    // GPU 0 asks for an event first, so the event page is allocated (and mapped) there.
+    auto q0 = g0.make_queue({.slots = 64, .wait = blocking});
+    auto exe = g1.load(test_kernels());
+    auto vadd = exe.get_kernel("vadd");
+
+    {
+      INFO("AQL queue on GPU 1");
+      auto q = g1.make_queue({.slots = 64, .wait = blocking});
+      vadd_run v(g1, 70'001, rt::memory_kind::device_host_visible);
+      const auto idx = q.dispatch(vadd, rt::grid{v.n}, rt::block{256}, v.a, v.b, v.c, v.n);
+      auto [w, took] = timed([&] { return q.try_wait(idx, wait_timeout); });
+      REQUIRE_MESSAGE(w.has_value(), std::string(w.detail()));
+      CHECK_MESSAGE(took < woken_within, "the blocking wait was not woken by the KFD event");
+      CHECK(v.wrong() == 0);
+      // A second dispatch on the same queue: the event (auto-reset) wakes again.
+      vadd_run v2(g1, 1000);
+      const auto idx2 = q.dispatch(vadd, rt::grid{v2.n}, rt::block{64}, v2.a, v2.b, v2.c, v2.n);
+      auto [w2, took2] = timed([&] { return q.try_wait(idx2, wait_timeout); });
+      REQUIRE_MESSAGE(w2.has_value(), std::string(w2.detail()));
+      CHECK(took2 < woken_within);
+      CHECK(v2.wrong() == 0);
+    }
+    {
+      INFO("PM4 queue on GPU 1");
+      auto pk = rt::try_pm4_kernel(exe, "vadd");
+      REQUIRE(pk.has_value());
+      auto q = make_queue(g1, aq::pm4, {.wait = blocking});
+      vadd_run v(g1, 50'003);
+      const auto seq = q.dispatch(*pk, rt::grid{v.n}, rt::block{128}, v.a, v.b, v.c, v.n);
+      auto [w, took] = timed([&] { return q.try_wait(seq, wait_timeout); });
+      REQUIRE_MESSAGE(w.has_value(), std::string(w.detail()));
+      CHECK_MESSAGE(took < woken_within, "the blocking wait was not woken by the KFD event");
+      CHECK(q.completed() == seq);
+      CHECK(v.wrong() == 0);
+      // The command's last packet (RELEASE_MEM into the event mailbox) ran too: the MEC is alive.
+      const auto stop = q.processor()->error();
+      CHECK_MESSAGE(!stop.has_value(), (stop ? stop->detail : std::string()));
+      vadd_run v2(g1, 777);
+      const auto seq2 = q.dispatch(*pk, rt::grid{v2.n}, rt::block{64}, v2.a, v2.b, v2.c, v2.n);
+      auto [w2, took2] = timed([&] { return q.try_wait(seq2, wait_timeout); });
+      REQUIRE_MESSAGE(w2.has_value(), std::string(w2.detail()));
+      CHECK(took2 < woken_within);
+      CHECK(v2.wrong() == 0);
+    }
+    {
+      INFO("a pooled signal of GPU 1 as a dispatch's completion signal");
+      auto q = g1.make_queue({.slots = 16, .wait = blocking});
+      auto sig = g1.make_signal(1);
+      vadd_run v(g1, 4096);
+      rt::dispatch_options o;
+      o.completion_signal = sig.handle();
+      REQUIRE(q.try_dispatch_with(o, vadd, rt::grid{v.n}, rt::block{64}, v.a, v.b, v.c, v.n).has_value());
+      auto [w, took] = timed([&] { return sig.try_wait_eq(0, wait_timeout, blocking); });
+      REQUIRE_MESSAGE(w.has_value(), std::string(w.detail()));
+      CHECK(*w == 0);
+      CHECK_MESSAGE(took < woken_within, "the blocking signal wait was not woken by the KFD event");
+      CHECK(v.wrong() == 0);
+    }
+  }
+}
+
+TEST_CASE("both GPUs dispatch at once (AQL and PM4 on each), blocking waits, every element checked") {
+  for (const std::string machine : {"2*rx7900xtx", "mi300x,rx7900xtx"}) {
+    CAPTURE(machine);
+    auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = machine});
+    REQUIRE(sys.agents().size() == 2);
+    struct outcome {
+      std::string error;
+      std::uint32_t wrong = 0, checked = 0;
+      std::chrono::steady_clock::duration slowest{};
+    };
+    outcome out[2];
+    auto work = [&](std::size_t g) {
+      const rt::agent& gpu = sys.agents()[g];
+      auto fail = [&](std::string what) { out[g].error = std::move(what); };
+      auto exe = gpu.try_load(test_kernels());
+      if (!exe) return fail(std::string(exe.detail()));
+      auto vadd = exe->try_kernel("vadd");
+      auto pk = rt::try_pm4_kernel(*exe, "vadd");
+      if (!vadd || !pk) return fail("no vadd kernel");
+      auto aql = gpu.try_make_queue({.slots = 32, .wait = blocking});
+      auto pm4 = rt::try_make_queue(gpu, rt::pm4, {.wait = blocking});
+      if (!aql || !pm4) return fail(std::string(aql ? pm4.detail() : aql.detail()));
+      for (std::uint32_t round = 0; round < 4; ++round) {
+        const std::uint32_t n = 8192 + 1000 * round + static_cast<std::uint32_t>(g);
+        vadd_run va(gpu, n), vp(gpu, n);
+        auto ia = aql->try_dispatch(*vadd, rt::grid{n}, rt::block{64}, va.a, va.b, va.c, n);
+        auto ip = pm4->try_dispatch(*pk, rt::grid{n}, rt::block{128}, vp.a, vp.b, vp.c, n);
+        if (!ia || !ip) return fail(std::string(ia ? ip.detail() : ia.detail()));
+        auto [wa, ta] = timed([&] { return aql->try_wait(*ia, wait_timeout); });
+        auto [wp, tp] = timed([&] { return pm4->try_wait(*ip, wait_timeout); });
+        if (!wa) return fail("AQL: " + std::string(wa.detail()));
+        if (!wp) return fail("PM4: " + std::string(wp.detail()));
+        out[g].slowest = std::max({out[g].slowest, ta, tp});
+        out[g].wrong += va.wrong() + vp.wrong();
+        out[g].checked += 2 * n;
+      }
+    };
+    std::thread t1(work, 1);
+    work(0);
+    t1.join();
+    for (std::size_t g = 0; g < 2; ++g) {
+      CAPTURE(g);
+      CHECK_MESSAGE(out[g].error.empty(), out[g].error);
+      CHECK(out[g].checked == 2 * (4 * 8192 + 6000 + 4 * static_cast<std::uint32_t>(g)));
+      CHECK(out[g].wrong == 0);
+      CHECK_MESSAGE(out[g].slowest < woken_within, "a blocking wait was not woken by the KFD event");
+    }
+  }
+}
