@@ -9,6 +9,7 @@
 #include <aqueduct/emu/aql_processor.hpp>
 #include <aqueduct/emu/cwsr.hpp>
 #include <aqueduct/emu/device.hpp>
+#include <aqueduct/emu/device_adapters.hpp>
 #include <aqueduct/emu/events.hpp>
 #include <aqueduct/emu/gpu_vm.hpp>
 #include <aqueduct/emu/host_kernel.hpp>

@@ -14,6 +14,7 @@
 #include <aqueduct/arch/family.hpp>
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/emu/device.hpp>
+#include <aqueduct/emu/device_adapters.hpp>
 #include <aqueduct/emu/machine_config.hpp>
 #include <aqueduct/emu/pm4_processor.hpp>
 #include <aqueduct/emu/queues.hpp>
@@ -92,30 +93,8 @@ class pm4_host {
   }
 
  private:
-  struct gpu_view final : vm_access {
-    gpu_view(device& d, std::uint32_t g) noexcept : dev(&d), gpu_id(g) {}
-    [[nodiscard]] bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
-      try {
-        return dev->is_mapped(gpu_id, va, len);
-      } catch (...) {
-        return false;
-      }
-    }
-    device* dev;
-    std::uint32_t gpu_id;
-  };
-  struct device_events final : event_notifier {
-    explicit device_events(device& d) noexcept : dev(&d) {}
-    void signal_event(std::uint32_t id) noexcept override {
-      try {
-        dev->signal_event(id);
-      } catch (...) {
-      }
-    }
-    device* dev;
-  };
   struct entry {
-    std::unique_ptr<gpu_view> vm;
+    std::unique_ptr<device_vm_view> vm;
     std::unique_ptr<pm4_processor> proc;
     std::string error;
   };
@@ -126,7 +105,7 @@ class pm4_host {
     const gpu_node* node = dev_->find_gpu(q.gpu_id);
     auto b = node ? pm4_binding_of(q, *node) : result<pm4_queue_binding>(failure(errc::not_found, "unknown gpu_id"));
     if (b) {
-      e.vm = std::make_unique<gpu_view>(*dev_, q.gpu_id);
+      e.vm = std::make_unique<device_vm_view>(*dev_, q.gpu_id);
       auto p = pm4_processor::try_create(*b, *e.vm, events_, *registry_, opt_);
       if (p) e.proc = std::move(*p);
       else e.error = p.get_failure().describe();
@@ -151,7 +130,7 @@ class pm4_host {
   device* dev_;
   pm4_processor_options opt_;
   const host_kernel_registry* registry_;
-  device_events events_;
+  device_event_notifier events_;
   mutable std::mutex mu_;
   std::map<std::uint32_t, entry> queues_;
 };

@@ -21,6 +21,7 @@
 #include <aqueduct/arch/processors.hpp>
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/emu/device.hpp>
+#include <aqueduct/emu/device_adapters.hpp>
 #include <aqueduct/emu/queues.hpp>
 #include <aqueduct/emu/sdma_engine.hpp>
 
@@ -109,30 +110,8 @@ class sdma_attachments {
   }
 
  private:
-  struct gpu_view final : vm_access {
-    gpu_view(device& d, std::uint32_t gpu) noexcept : dev(&d), gpu_id(gpu) {}
-    [[nodiscard]] bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
-      try {
-        return dev->is_mapped(gpu_id, va, len);
-      } catch (...) {
-        return false;
-      }
-    }
-    device* dev;
-    std::uint32_t gpu_id;
-  };
-  struct device_events final : event_notifier {
-    explicit device_events(device& d) noexcept : dev(&d) {}
-    void signal_event(std::uint32_t id) noexcept override {
-      try {
-        dev->signal_event(id);
-      } catch (...) {
-      }
-    }
-    device* dev;
-  };
   struct record {
-    std::unique_ptr<gpu_view> vm;
+    std::unique_ptr<device_vm_view> vm;
     std::unique_ptr<sdma_engine> engine;
     std::optional<failure> error;
   };
@@ -153,7 +132,7 @@ class sdma_attachments {
       b.engine = *eng;
       b.gpu_id = q.gpu_id;
       b.queue_id = q.queue_id;
-      r.vm = std::make_unique<gpu_view>(*dev_, q.gpu_id);
+      r.vm = std::make_unique<device_vm_view>(*dev_, q.gpu_id);
       auto e = sdma_engine::try_create(b, *r.vm, events_, opt_);
       if (e) r.engine = std::move(*e);
       else r.error = std::move(e).get_failure();
@@ -164,7 +143,7 @@ class sdma_attachments {
 
   device* dev_;
   sdma_engine_options opt_;
-  device_events events_;
+  device_event_notifier events_;
   bool installed_ = false;
   mutable std::mutex mu_;
   std::map<std::uint32_t, record> engines_;
