@@ -165,8 +165,7 @@ class pm4_queue {
     const std::uint64_t slot = seq & (s_->opt.slots - 1);
     auto* base = static_cast<std::byte*>(s_->slots.host()) + slot * slot_bytes();
     const std::uint64_t va = s_->slots.va().value + slot * slot_bytes();
-    std::size_t off = 0;
-    (detail::put_kernarg(base, off, args), ...);
+    detail::put_kernargs(base, args...);
     abi::kernel_dispatch_packet pkt{};
     pkt.setup = 3;
     pkt.workgroup_size_x = b.x;

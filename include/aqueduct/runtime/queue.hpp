@@ -118,6 +118,16 @@ void put_kernarg(std::byte* dst, std::size_t& off, const T& v) noexcept {
   std::memcpy(dst + off, &value, sizeof(V));
   off += sizeof(V);
 }
+// All of a dispatch's arguments, in order, from the start of its kernarg slot (none: nothing).
+template <class... A>
+void put_kernargs(std::byte* dst, const A&... args) noexcept {
+  if constexpr (sizeof...(A) > 0) {
+    std::size_t off = 0;
+    (put_kernarg(dst, off, args), ...);
+  } else {
+    (void)dst;
+  }
+}
 
 struct queue_state {
   agent_state* agent = nullptr;
@@ -175,9 +185,7 @@ class queue {
     if (AQUEDUCT_UNLIKELY(looks_full()) && o.timeout > sync::nanoseconds::zero()) wait_for_room(o.timeout);
     AQUEDUCT_TRY(auto r, s_->aql->try_reserve(1, o.timeout));
     const std::uint64_t index = r.index(0);
-    std::byte* ka = kernarg_slot(index);
-    std::size_t off = 0;
-    (detail::put_kernarg(ka, off, args), ...);
+    detail::put_kernargs(kernarg_slot(index), args...);
     r.write(0, packet_for(o, k, g, b, index));
     r.publish();
     return index;
