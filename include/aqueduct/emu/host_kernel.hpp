@@ -142,9 +142,13 @@ inline constexpr std::size_t emulated_kernel_object_size = emulated_code_offset 
 // least emulated_kernel_object_size bytes): `kd` with kernel_code_entry_byte_offset set to
 // emulated_code_offset, and the code blob naming `name`. The kernel_object for a dispatch is
 // the GPU address of dst[0].
-inline void write_emulated_kernel_object(std::span<std::byte> dst, abi::kernel_descriptor kd, std::string_view name) {
+// `descriptor` is taken by reference: a 64-byte-aligned type passed by value makes GCC warn
+// about the ABI change of GCC 4.6 (-Wpsabi).
+inline void write_emulated_kernel_object(std::span<std::byte> dst, const abi::kernel_descriptor& descriptor,
+                                         std::string_view name) {
   AQUEDUCT_ASSERT(dst.size() >= emulated_kernel_object_size, "buffer too small for an emulated kernel object");
   AQUEDUCT_ASSERT(!name.empty() && name.size() <= max_host_kernel_name, "host kernel name length");
+  abi::kernel_descriptor kd = descriptor;
   kd.kernel_code_entry_byte_offset = static_cast<std::int64_t>(emulated_code_offset);
   std::memset(dst.data(), 0, emulated_kernel_object_size);
   std::memcpy(dst.data(), &kd, sizeof kd);
