@@ -262,10 +262,13 @@ class buffer {
       }
       mapped_gpus_.clear();
     }
-    if (reserved_) {  // drops the CPU mapping and the VA reservation together
-      if (int r = d_.file().munmap(reinterpret_cast<void*>(va_), size_); r != 0)
-        keep(mmap_failure("munmap", -r));
-      reserved_ = false;
+    if (reserved_ && allocated_) {
+      // Replace the CPU mapping by a PROT_NONE reservation, so the VA range stays ours until the
+      // BO is freed: releasing it first let a concurrent allocation be handed a range the kernel
+      // still had this BO registered at (ALLOC_MEMORY_OF_GPU then fails with EINVAL).
+      auto m = d_.file().mmap(reinterpret_cast<void*>(va_), size_, prot_none,
+                              map_private | map_anonymous | map_noreserve | map_fixed, -1, 0);
+      if (!m) keep(mmap_failure("mmap (PROT_NONE re-reservation)", m.error));
       host_ = nullptr;
     }
     if (use_ == memory_use::userptr) host_ = nullptr;  // the caller's memory: never munmapped
@@ -273,6 +276,12 @@ class buffer {
       k::free_memory_of_gpu_args f{handle_};
       keep(d_.try_ioctl(k::amdkfd_ioc_free_memory_of_gpu, &f));
       allocated_ = false;
+    }
+    if (reserved_) {  // only now give the VA range back
+      if (int r = d_.file().munmap(reinterpret_cast<void*>(va_), size_); r != 0)
+        keep(mmap_failure("munmap", -r));
+      reserved_ = false;
+      host_ = nullptr;
     }
     return first;
   }
