@@ -20,6 +20,7 @@
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/emu/aql_processor.hpp>
 #include <aqueduct/emu/device.hpp>
+#include <aqueduct/emu/device_adapters.hpp>
 #include <aqueduct/emu/host_kernel.hpp>
 #include <aqueduct/emu/queues.hpp>
 #include <aqueduct/emu/sdma_attachments.hpp>  // seam (sdmaq): SDMA engines ride on these hooks
@@ -96,7 +97,7 @@ class emulator_link {
     b.family = fam;
     b.gpu_id = r.info.gpu_id;
     b.queue_id = queue_id;
-    r.vm = std::make_unique<gpu_view>(*dev_, r.info.gpu_id);
+    r.vm = std::make_unique<emu::device_vm_view>(*dev_, r.info.gpu_id);
     AQUEDUCT_TRY(r.processor, emu::aql_processor::try_create(b, *r.vm, events_, *registry_, opt_.processor));
     return r.processor.get();
   }
@@ -111,33 +112,9 @@ class emulator_link {
   }
 
  private:
-  // What the processor may touch: the BOs mapped to its GPU (emu::device::is_mapped).
-  struct gpu_view final : emu::vm_access {
-    gpu_view(emu::device& d, std::uint32_t gpu) noexcept : dev(&d), gpu_id(gpu) {}
-    [[nodiscard]] bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
-      try {
-        return dev->is_mapped(gpu_id, va, len);
-      } catch (...) {
-        return false;
-      }
-    }
-    emu::device* dev;
-    std::uint32_t gpu_id;
-  };
-  // Interrupts: the device's event table (KFD semantics: slot written, then the interrupt).
-  struct device_events final : emu::event_notifier {
-    explicit device_events(emu::device& d) noexcept : dev(&d) {}
-    void signal_event(std::uint32_t id) noexcept override {
-      try {
-        dev->signal_event(id);
-      } catch (...) {
-      }
-    }
-    emu::device* dev;
-  };
   struct record {
     emu::queue_info info;
-    std::unique_ptr<gpu_view> vm;
+    std::unique_ptr<emu::device_vm_view> vm;  // what the processor may touch
     std::unique_ptr<emu::aql_processor> processor;
   };
 
@@ -161,7 +138,7 @@ class emulator_link {
   emu::device* dev_;
   emulation_options opt_;
   const emu::host_kernel_registry* registry_;
-  device_events events_;
+  emu::device_event_notifier events_;  // interrupts: the device's event table
   emu::sdma_attachments sdma_;  // seam (sdmaq)
   mutable std::mutex mu_;
   std::map<std::uint32_t, record> queues_;

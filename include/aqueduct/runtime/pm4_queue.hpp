@@ -24,6 +24,7 @@
 #include <aqueduct/abi/aql.hpp>
 #include <aqueduct/arch/target.hpp>
 #include <aqueduct/core/result.hpp>
+#include <aqueduct/emu/device_adapters.hpp>
 #include <aqueduct/emu/pm4_host.hpp>
 #include <aqueduct/emu/pm4_processor.hpp>
 #include <aqueduct/kfd/queue_resources.hpp>
@@ -92,29 +93,6 @@ using pm4_variant = std::variant<std::monostate, pm4_q<arch::gfx9_target>, pm4_q
                                  pm4_q<arch::gfx94x_target>, pm4_q<arch::gfx10_1_target>, pm4_q<arch::gfx10_3_target>,
                                  pm4_q<arch::gfx11_target>, pm4_q<arch::gfx11_priv_target>, pm4_q<arch::gfx12_target>>;
 
-struct pm4_gpu_view final : emu::vm_access {
-  pm4_gpu_view(emu::device& d, std::uint32_t g) noexcept : dev(&d), gpu_id(g) {}
-  [[nodiscard]] bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
-    try {
-      return dev->is_mapped(gpu_id, va, len);
-    } catch (...) {
-      return false;
-    }
-  }
-  emu::device* dev;
-  std::uint32_t gpu_id;
-};
-struct pm4_device_events final : emu::event_notifier {
-  explicit pm4_device_events(emu::device& d) noexcept : dev(&d) {}
-  void signal_event(std::uint32_t id) noexcept override {
-    try {
-      dev->signal_event(id);
-    } catch (...) {
-    }
-  }
-  emu::device* dev;
-};
-
 struct pm4_queue_state {
   agent_state* agent = nullptr;
   pm4_queue_options opt{};
@@ -125,8 +103,8 @@ struct pm4_queue_state {
   std::uint64_t* progress = nullptr;  // in the pointer page: sequence number of the last completed command
   std::uint64_t submitted = 0;        // sequence number of the last submitted command
   pm4_variant q;
-  std::unique_ptr<pm4_gpu_view> vm;
-  std::unique_ptr<pm4_device_events> events;
+  std::unique_ptr<emu::device_vm_view> vm;
+  std::unique_ptr<emu::device_event_notifier> events;
   std::unique_ptr<emu::pm4_processor> processor;
 };
 }  // namespace detail
@@ -360,8 +338,8 @@ class pm4_queue {
       if (q.queue_id == st->res.queue_id()) info = q;
     if (!info) return failure(errc::not_found, "emulated KFD does not list queue " + std::to_string(st->res.queue_id()));
     AQUEDUCT_TRY(auto b, emu::pm4_binding_of(*info, *node));
-    st->vm = std::make_unique<detail::pm4_gpu_view>(*dev, a.node->gpu_id);
-    st->events = std::make_unique<detail::pm4_device_events>(*dev);
+    st->vm = std::make_unique<emu::device_vm_view>(*dev, a.node->gpu_id);
+    st->events = std::make_unique<emu::device_event_notifier>(*dev);
     AQUEDUCT_TRY(st->processor, emu::pm4_processor::try_create(b, *st->vm, *st->events, a.sys->registry, o.emulation));
     std::visit(
         [&](auto& q) {
