@@ -30,6 +30,7 @@
 #include <aqueduct/kfd/queue_resources.hpp>
 #include <aqueduct/queue/pm4_queue.hpp>
 #include <aqueduct/runtime/agent.hpp>
+#include <aqueduct/runtime/detail/progress_wait.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/runtime/kernel.hpp>
 #include <aqueduct/runtime/queue.hpp>
@@ -255,39 +256,15 @@ class pm4_queue {
   }
 
   [[nodiscard]] result<void> wait_progress(std::uint64_t seq, sync::nanoseconds timeout) const {
-    auto done = [&] { return completed() >= seq; };
-    if (done()) return ok();
-    const auto start = sync::clock::now();
-    const auto deadline = sync::deadline_after(timeout);
-    const sync::wait_policy& pol = s_->opt.wait;
-    if (pol.kind != sync::wait_kind::block) {
-      const auto spin_until = pol.kind == sync::wait_kind::spin ? deadline : std::min(deadline, sync::deadline_after(pol.spin_for));
-      for (unsigned i = 0;; ++i) {
-        if (done()) return ok();
-        if ((i & 63) == 63 && sync::clock::now() >= spin_until) break;
-        AQUEDUCT_CPU_RELAX();
-      }
-    }
-    detail::kfd_waiter w{s_->agent->sys->ref()};
-    bool can_block = true;
-    sync::backoff bo;
-    for (;;) {
-      if (done()) return ok();
-      if (auto f = processor_failure()) return *f;
-      const auto now = sync::clock::now();
-      if (now >= deadline) {
-        std::string d = "waited " + std::to_string(std::chrono::duration<double, std::milli>(now - start).count()) +
-                        " ms for command " + std::to_string(seq) + " on ";
-        describe(d);
-        return failure(errc::timeout, std::move(d));
-      }
-      if (can_block) {
-        const auto slice = std::min<sync::nanoseconds>(deadline - now, pol.max_block);
-        if (w.wait(s_->event.id(), slice) == sync::event_status::failed) can_block = false;
-      } else {
-        bo.pause();
-      }
-    }
+    return detail::wait_for_progress(
+        detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout,
+        [&] { return completed() >= seq; }, [&] { return processor_failure(); },
+        [&](sync::nanoseconds waited) {
+          std::string d = "waited " + std::to_string(std::chrono::duration<double, std::milli>(waited).count()) +
+                          " ms for command " + std::to_string(seq) + " on ";
+          describe(d);
+          return failure(errc::timeout, std::move(d));
+        });
   }
 
   std::unique_ptr<detail::pm4_queue_state> s_;

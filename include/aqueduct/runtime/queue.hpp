@@ -28,6 +28,7 @@
 #include <aqueduct/kfd/queue_resources.hpp>
 #include <aqueduct/queue/aql_packets.hpp>
 #include <aqueduct/queue/aql_queue.hpp>
+#include <aqueduct/runtime/detail/progress_wait.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/runtime/kernel.hpp>
 #include <aqueduct/runtime/memory.hpp>
@@ -298,36 +299,15 @@ class queue {
   }
 
   [[nodiscard]] result<void> wait_until(std::uint64_t end, sync::nanoseconds timeout) const {
-    auto done = [&] { return s_->aql->read_index() >= end; };
-    if (done()) return ok();
-    const auto start = sync::clock::now();
-    const auto deadline = sync::deadline_after(timeout);
-    const sync::wait_policy& pol = s_->opt.wait;
-    if (pol.kind != sync::wait_kind::block) {
-      const auto spin_until = pol.kind == sync::wait_kind::spin ? deadline : std::min(deadline, sync::deadline_after(pol.spin_for));
-      for (unsigned i = 0;; ++i) {
-        if (done()) return ok();
-        if ((i & 63) == 63 && sync::clock::now() >= spin_until) break;
-        AQUEDUCT_CPU_RELAX();
-      }
-    }
-    detail::kfd_waiter w{s_->agent->sys->ref()};
-    bool can_block = true;
-    sync::backoff bo;
-    for (;;) {
-      if (done()) return ok();
-      if (s_->processor && s_->processor->has_error()) {
-        if (auto e = s_->processor->error()) return e->to_failure();
-      }
-      const auto now = sync::clock::now();
-      if (now >= deadline) return timed_out(end, now - start);
-      if (can_block) {
-        const auto slice = std::min<sync::nanoseconds>(deadline - now, pol.max_block);
-        if (w.wait(s_->event.id(), slice) == sync::event_status::failed) can_block = false;
-      } else {
-        bo.pause();
-      }
-    }
+    return detail::wait_for_progress(
+        detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout,
+        [&] { return s_->aql->read_index() >= end; },
+        [&]() -> std::optional<failure> {
+          if (s_->processor && s_->processor->has_error())
+            if (auto e = s_->processor->error()) return e->to_failure();
+          return std::nullopt;
+        },
+        [&](sync::nanoseconds waited) { return timed_out(end, waited); });
   }
 
   AQUEDUCT_NOINLINE failure timed_out(std::uint64_t end, sync::nanoseconds waited) const {

@@ -31,6 +31,7 @@
 #include <aqueduct/kfd/queue_resources.hpp>
 #include <aqueduct/queue/sdma_queue.hpp>
 #include <aqueduct/runtime/agent.hpp>
+#include <aqueduct/runtime/detail/progress_wait.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/sync/atomics.hpp>
 #include <aqueduct/sync/signal.hpp>
@@ -225,44 +226,24 @@ class sdma_queue {
 };
 
 inline result<void> sdma_queue::try_wait(std::uint64_t seq, sync::nanoseconds timeout) const {
-  auto done = [&] { return completed() >= seq; };
-  if (done()) return ok();
-  const auto start = sync::clock::now();
-  const auto deadline = sync::deadline_after(timeout);
-  const sync::wait_policy& pol = s_->opt.wait;
-  if (pol.kind != sync::wait_kind::block) {
-    const auto spin_until = pol.kind == sync::wait_kind::spin ? deadline : std::min(deadline, sync::deadline_after(pol.spin_for));
-    for (unsigned i = 0;; ++i) {
-      if (done()) return ok();
-      if ((i & 63) == 63 && (sync::clock::now() >= spin_until || fault())) break;
-      AQUEDUCT_CPU_RELAX();
-    }
-  }
-  detail::kfd_waiter w{s_->agent->sys->ref()};
-  bool can_block = true;
-  sync::backoff bo;
-  for (;;) {
-    if (done()) return ok();
-    if (auto f = fault()) {
-      std::string d(f->detail());
-      d += "; ";
-      describe(d);
-      return failure(f->code(), std::move(d));
-    }
-    const auto now = sync::clock::now();
-    if (now >= deadline) {
-      std::string d = "waited " + std::to_string(std::chrono::duration<double, std::milli>(now - start).count()) +
-                      " ms for SDMA work " + std::to_string(seq) + " on ";
-      describe(d);
-      return failure(errc::timeout, std::move(d));
-    }
-    if (can_block) {
-      const auto slice = std::min<sync::nanoseconds>(deadline - now, pol.max_block);
-      if (w.wait(s_->event.id(), slice) == sync::event_status::failed) can_block = false;
-    } else {
-      bo.pause();
-    }
-  }
+  return detail::wait_for_progress(
+      detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout,
+      [&] { return completed() >= seq; },
+      [&]() -> std::optional<failure> {
+        if (auto f = fault()) {
+          std::string d(f->detail());
+          d += "; ";
+          describe(d);
+          return failure(f->code(), std::move(d));
+        }
+        return std::nullopt;
+      },
+      [&](sync::nanoseconds waited) {
+        std::string d = "waited " + std::to_string(std::chrono::duration<double, std::milli>(waited).count()) +
+                        " ms for SDMA work " + std::to_string(seq) + " on ";
+        describe(d);
+        return failure(errc::timeout, std::move(d));
+      });
 }
 
 // Creates an SDMA queue on `gpu` (see the header comment).
