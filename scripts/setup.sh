@@ -1,22 +1,15 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages aqueduct needs to build, test and benchmark, if any is missing.
-# Safe to run again: it installs only what dpkg does not already have.
+# Installs the Debian 12 packages aqueduct needs to build, test and benchmark (the list is
+# scripts/debian-packages.txt), if any is missing. Safe to run again: it installs only what dpkg
+# does not already have. `setup.sh --list` prints the list and exits.
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
 
-packages=(
-  # toolchain
-  cmake ninja-build g++ pkg-config
-  # library dependencies
-  libboost-atomic-dev librange-v3-dev libdrm-dev
-  # code objects: msgpack metadata, CCOB decompression
-  libmsgpack-cxx-dev libzstd-dev zlib1g-dev
-  # tests: doctest; ROCr headers (hsa.h ...) as the ABI oracle; Comgr as the ISA-selection oracle
-  doctest-dev libhsa-runtime-dev libamd-comgr-dev
-  # test fixtures: real AMDGPU code objects, bundles and CCOBs built at test time; fuzzers
-  clang-19 lld-19 llvm-19 libclang-rt-19-dev zstd xxd
-  # benchmarks
-  libbenchmark-dev
-)
+mapfile -t packages < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$here/debian-packages.txt")
+if [[ ${1:-} == --list ]]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -26,15 +19,17 @@ for p in "${packages[@]}"; do
 done
 
 if ((${#missing[@]} == 0)); then
-  echo "setup: all ${#packages[@]} packages present"
+  echo "setup: all ${#packages[@]} Debian packages present"
   exit 0
 fi
 
-echo "setup: installing ${missing[*]}"
+echo "setup: ${#missing[@]} of ${#packages[@]} Debian packages missing, installing: ${missing[*]}"
 sudo_cmd=()
 if [[ $(id -u) -ne 0 ]]; then
   sudo_cmd=(sudo)
 fi
 export DEBIAN_FRONTEND=noninteractive
+t0=$SECONDS
 "${sudo_cmd[@]}" apt-get update -q
 "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "setup: installed ${#missing[@]} packages (and their dependencies) in $((SECONDS - t0)) s"
