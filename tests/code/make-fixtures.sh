@@ -4,14 +4,17 @@
 # representative set of targets; a few seconds). Also writes the oracle outputs the tests compare
 # against: llvm-readelf-19 dumps (*.readelf) and clang-offload-bundler-19 --list (*.list), and
 # CCOB v1/v3 files written around a `zstd` CLI frame with the hash from `md5sum` (spec §5.3).
-# Needs: clang-19 lld-19 llvm-19 zstd xxd md5sum.
+# The line below is read by tests/code/CMakeLists.txt (which registers skips when one is missing),
+# by this script's own check and by the setup.coverage test (Debian packages: clang-19,
+# clang-tools-19, llvm-19, lld-19, zstd, coreutils, xxd).
+# programs: clang-19 clang-offload-bundler-19 llvm-readelf-19 llvm-objcopy-19 ld.lld-19 zstd md5sum xxd
 set -euo pipefail
 OUT=${1:?usage: make-fixtures.sh OUTDIR}
 CLANG=${CLANG:-clang-19}
 BUNDLER=${BUNDLER:-clang-offload-bundler-19}
 READELF=${READELF:-llvm-readelf-19}
 OBJCOPY=${OBJCOPY:-llvm-objcopy-19}
-for t in "$CLANG" "$BUNDLER" "$READELF" "$OBJCOPY" ld.lld-19 zstd md5sum xxd; do
+for t in $(sed -n 's/^# programs: //p' "$0"); do
   command -v "$t" >/dev/null || { echo "make-fixtures: missing tool $t (scripts/setup.sh installs it)" >&2; exit 1; }
 done
 rm -rf "$OUT.tmp"
