@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs aqueduct from SRC into WORK/prefix and builds the consumer against the installed
 # package twice: through find_package(aqueduct CONFIG) and through pkg-config.
+# programs: pkg-config
 set -euo pipefail
 src=$1
 work=$2
@@ -27,7 +28,7 @@ grep -qx "aqueduct 0.1.0 consumer ok" "$work/cmake.out"
 export PKG_CONFIG_PATH="$work/prefix/share/pkgconfig"
 flags=$(pkg-config --cflags --libs aqueduct)
 # shellcheck disable=SC2086
-"$cxx" -O1 "$src/tests/package/consumer/main.cpp" -o "$work/consumer-pc" $flags
+"$cxx" -O1 "$src/test_package/main.cpp" -o "$work/consumer-pc" $flags
 "$work/consumer-pc" | tee "$work/pc.out"
 grep -qx "aqueduct 0.1.0 consumer ok" "$work/pc.out"
 echo "package: installed headers consumed through CMake and pkg-config"

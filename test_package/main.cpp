@@ -1,5 +1,7 @@
-// A consumer of the INSTALLED package: includes <aqueduct/aqueduct.hpp>, opens the emulated
-// machine and runs a vector addition on it, checking every element (expected: host arithmetic).
+// The consumer of an installed aqueduct: Conan's test_package (CMakeDeps + CMakeToolchain), and
+// tests/package's find_package(aqueduct CONFIG) and pkg-config builds. It includes
+// <aqueduct/aqueduct.hpp>, opens the emulated machine and runs a vector addition on it, checking
+// every element (expected: host arithmetic).
 #include <aqueduct/aqueduct.hpp>
 
 #include <cstdint>
@@ -35,6 +37,7 @@ int main() {
       std::printf("mismatch at %u: %f\n", i, static_cast<double>(c[i]));
       return 1;
     }
+  std::printf("vector addition of %u floats on the emulated %s: verified\n", n, "rx7900xtx");
   std::printf("aqueduct %d.%d.%d consumer ok\n", aq::version_major, aq::version_minor, aq::version_patch);
   return 0;
 }
