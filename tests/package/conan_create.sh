@@ -3,7 +3,6 @@
 # conan/system.profile, in a temporary CONAN_HOME (WORK/conan-home) on a copy of the recipe (Conan
 # writes test_package's build tree next to it), then checks that test_package ran and verified.
 # Conan: AQUEDUCT_CONAN, else `conan` on PATH; with neither, exit 77 (ctest: Skipped).
-# programs: python3
 set -euo pipefail
 src=$1
 work=$2

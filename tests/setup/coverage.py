@@ -9,8 +9,8 @@ Collects, from the configured and built tree (nothing here is a hand-kept list o
   - every absolute program path and argument a ctest entry runs (`ctest --show-only=json-v1`,
     commands and environment);
   - every program a test script calls by name: the `# programs:` line of each tests/**/*.sh;
-  - with a Conan 2 found (AQUEDUCT_CONAN or PATH): every Python module outside Conan itself that
-    Conan's modules import.
+  - with a Conan 2 found (AQUEDUCT_CONAN or PATH): every installed Python module of a package that
+    Conan's own code imports by name (found by importing all of Conan's client modules).
 For each, `dpkg -S` names the owning Debian package, which must be in scripts/debian-packages.txt
 (the list scripts/setup.sh installs with --no-install-recommends), in the Depends/Pre-Depends
 closure of that list (installed with it), or Essential (on every Debian system). A file no package
@@ -239,16 +239,36 @@ def main():
             code = r"""
 import importlib, os, pkgutil, sys
 root = sys.argv[1]
+at_start = set(sys.modules)  # what site's .pth hooks load is this machine's, not Conan's
 for pkg in ("conan", "conans"):
     for m in pkgutil.walk_packages([os.path.join(root, pkg)], pkg + "."):
-        if ".test" in m.name or "internal.api.new" in m.name:
+        # not the client: its tests, the Conan server, the `conan new` templates
+        if ".test" in m.name or m.name.startswith("conans.server") or "internal.api.new" in m.name:
             continue
         try:
             importlib.import_module(m.name)
         except Exception:
             pass
-for m in list(sys.modules.values()):
-    f = getattr(m, "__file__", None)
+# Only packages Conan's own code imports by name: what those import in turn comes with their
+# Debian packages' Depends (an optional extra a machine happens to have is not Conan's need).
+import ast
+direct = set()
+for dirpath, _, files in os.walk(root):
+    if "/test" in dirpath or "/server" in dirpath:
+        continue
+    for fn in files:
+        if fn.endswith(".py"):
+            try:
+                tree = ast.parse(open(os.path.join(dirpath, fn), encoding="utf-8").read())
+            except (SyntaxError, UnicodeDecodeError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    direct.update(a.name.split(".")[0] for a in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    direct.add(node.module.split(".")[0])
+for name, m in list(sys.modules.items()):
+    f = getattr(m, "__file__", None) if name not in at_start and name.split(".")[0] in direct else None
     if f and not os.path.realpath(f).startswith(root):
         print(os.path.realpath(f))
 """
