@@ -136,7 +136,7 @@ def main():
         path = os.path.normpath(path)
         if path.startswith((src + "/", build + "/")) or path in (src, build):
             return
-        if not path.startswith("/") or path.startswith(("/tmp/", "/proc/", "/dev/", "/work/")):
+        if not path.startswith("/") or path.startswith(("/tmp/", "/proc/", "/dev/")):
             return
         items.setdefault(path, why)
 
