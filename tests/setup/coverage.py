@@ -289,7 +289,7 @@ for name, m in list(sys.modules.items()):
         problems.append(f"{p} is in scripts/debian-packages.txt but not installed (run scripts/setup.sh)")
     via = closure(listed, pkgs, provides)
 
-    rows, seen_pkgs = [], {}
+    seen_pkgs, unlisted = {}, {}
     for path in sorted(items):
         o = set()
         for c in cand[path]:
@@ -312,8 +312,7 @@ for name, m in list(sys.modules.items()):
             if how:
                 break
         if not how:
-            problems.append(f"{path} ({items[path]}) is owned by {', '.join(sorted(o))}, "
-                            f"which scripts/debian-packages.txt does not install: add it")
+            unlisted.setdefault(", ".join(sorted(o)), []).append(f"{path} ({items[path]})")
             continue
         seen_pkgs.setdefault(how, []).append(path)
 
@@ -326,6 +325,10 @@ for name, m in list(sys.modules.items()):
     unused = [p for p in listed if p in pkgs and not any(k[0] == p or k[1] == f"via {p}" for k in seen_pkgs)]
     if unused:
         print(f"  (listed, nothing checked here came from them: {' '.join(unused)})")
+    for pk, uses in sorted(unlisted.items()):
+        more = f" (+{len(uses) - 3} more)" if len(uses) > 3 else ""
+        problems.append(f"{pk}: not installed by scripts/debian-packages.txt (add it), owns "
+                        f"{len(uses)} file(s) used: " + "; ".join(uses[:3]) + more)
     if n_cache == 0 or n_hdr == 0 or not tests:
         problems.append("nothing found to check: is BUILD_DIR configured with Ninja and built?")
     if problems:
