@@ -25,12 +25,13 @@ void vadd(aq::emu::workgroup_context& ctx) {
 int main() {
   auto sys = aq::system::open({.machine = "rx7900xtx"});
   const aq::agent& gpu = sys.default_agent();
-  auto exe = gpu.load(aq::host_code_object{{{"vadd", vadd, sizeof(vadd_args)}}});
-  auto k = exe.get_kernel("vadd");
+  auto exe = gpu.load(aq::host_code_object{{
+      aq::host_kernel::with_args<const float*, const float*, float*, std::uint32_t>("vadd", vadd)}});
+  auto k = exe.get_kernel<const float*, const float*, float*, std::uint32_t>("vadd");
   const std::uint32_t n = 100000;
   auto a = gpu.alloc<float>(n), b = gpu.alloc<float>(n), c = gpu.alloc<float>(n);
   for (std::uint32_t i = 0; i < n; ++i) a[i] = float(i), b[i] = 2.0f;
-  auto q = gpu.make_queue();
+  auto q = gpu.make_queue(aq::aql);
   q.wait(q.dispatch(k, aq::grid{n}, aq::block{256}, a, b, c, n));
   for (std::uint32_t i = 0; i < n; ++i)
     if (c[i] != float(i) + 2.0f) {

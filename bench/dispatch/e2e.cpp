@@ -34,8 +34,8 @@ constexpr auto wait_timeout = std::chrono::seconds(10);
 struct emulated {
   std::optional<aq::system> sys;
   std::optional<aq::executable> exe;
-  std::optional<aq::kernel> kernel;
-  std::optional<rt::pm4_kernel> pm4_kernel;
+  std::optional<aq::untyped_kernel> kernel;
+  std::optional<aq::untyped_kernel> pm4_kernel;
   std::optional<rt::queue> aql_default, aql_block;
   std::optional<rt::pm4_queue> pm4;
   std::string error;  // why a part is unavailable
@@ -62,26 +62,26 @@ emulated& get() {
     return e;
   }
   e.exe.emplace(std::move(*exe));
-  auto k = e.exe->try_kernel("empty");
+  auto k = e.exe->try_get_untyped_kernel("empty");
   if (!k) {
     e.error = std::string(k.detail());
     return e;
   }
   e.kernel.emplace(std::move(*k));
-  auto qd = gpu.try_make_queue({.slots = 1024});
-  auto qb = gpu.try_make_queue({.slots = 1024, .wait = aq::sync::wait_policy::block()});
+  auto qd = gpu.try_make_queue(aq::aql, {.slots = 1024});
+  auto qb = gpu.try_make_queue(aq::aql, {.slots = 1024, .wait = aq::sync::wait_policy::block()});
   if (!qd || !qb) {
     e.error = "creating AQL queues: " + std::string(!qd ? qd.detail() : qb.detail());
     return e;
   }
   e.aql_default.emplace(std::move(*qd));
   e.aql_block.emplace(std::move(*qb));
-  auto pk = rt::try_pm4_kernel(*e.exe, "empty");
+  auto pk = e.exe->try_get_untyped_kernel("empty");
   if (!pk) {
     e.pm4_error = "PM4 kernel: " + std::string(pk.detail());
     return e;
   }
-  auto pq = rt::try_make_queue(gpu, rt::pm4);
+  auto pq = gpu.try_make_queue(aq::pm4);
   if (!pq) {
     e.pm4_error = "PM4 queue: " + std::string(pq.detail());
     return e;

@@ -88,17 +88,21 @@ int main(int argc, char** argv) {
     exe = gpu.try_load(std::span<const std::byte>(bytes));
   } else if (gpu.emulated()) {
     aq::host_code_object hco;
-    hco.kernels.push_back({"vadd", vadd_host, sizeof(vadd_args), 0});
+    hco.kernels.push_back(aq::host_kernel::with_args<const float*, const float*, float*, std::uint32_t>("vadd", vadd_host));
     hco.kernels.push_back({"empty", empty_host, 0, 0});
     exe = gpu.try_load(hco);
   } else {
     return fail("code", "this is a real GPU: pass --code FILE with a gfx code object holding vadd");
   }
   if (!exe) return fail("loading code", exe.detail());
-  auto vadd = exe->try_kernel("vadd");
+  // Typed: the parameter list is checked against the kernel's metadata (clang's .args, or the
+  // host kernel's declared arguments) once, here; a dispatch with other types does not compile.
+  auto vadd = exe->try_get_kernel<const float*, const float*, float*, std::uint32_t>("vadd");
   if (!vadd) return fail("kernel vadd", vadd.detail());
-  auto empty = exe->try_kernel("empty");
-  const aq::kernel& tiny = empty ? *empty : *vadd;  // a real code object may have only vadd
+  auto empty = exe->try_get_untyped_kernel("empty");
+  if (!empty) empty = exe->try_get_untyped_kernel("vadd");  // a real code object may have only vadd
+  if (!empty) return fail("kernel for the latency loop", empty.detail());
+  const aq::untyped_kernel& tiny = *empty;
 
   // ---- memory -------------------------------------------------------------------------------
   auto a = gpu.try_alloc<float>(n), b = gpu.try_alloc<float>(n), c = gpu.try_alloc<float>(n);
@@ -108,7 +112,7 @@ int main(int argc, char** argv) {
     (*b)[i] = 0.25f * static_cast<float>(i % 4096);
     (*c)[i] = -1.0f;
   }
-  auto q = gpu.try_make_queue({.slots = 1024});
+  auto q = gpu.try_make_queue(aq::aql, {.slots = 1024});
   if (!q) return fail("creating the queue", q.detail());
   std::printf("queue %u: AQL, %u slots, typed for %s%s\n", q->queue_id(), q->size(), q->target_name().c_str(),
               q->emulated() ? ", emulated packet processor attached" : "");

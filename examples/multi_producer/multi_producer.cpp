@@ -59,12 +59,12 @@ int main(int argc, char** argv) {
   hco.kernels.push_back({"mark", mark, sizeof(mark_args), 0});
   auto exe = gpu.try_load(hco);
   if (!exe) return fail("loading", exe.detail());
-  auto k = exe->get_kernel("mark");
+  auto k = exe->get_untyped_kernel("mark");
   const std::size_t cells_n = std::size_t{threads} * per_thread;
   auto cells = gpu.try_alloc<std::uint32_t>(cells_n);
   if (!cells) return fail("allocating", cells.detail());
   for (std::size_t i = 0; i < cells_n; ++i) (*cells)[i] = 0;
-  auto q = gpu.try_make_queue({.slots = slots});
+  auto q = gpu.try_make_queue(aq::aql, {.slots = slots});
   if (!q) return fail("creating the queue", q.detail());
 
   const auto t0 = std::chrono::steady_clock::now();

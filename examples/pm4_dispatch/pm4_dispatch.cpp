@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   hco.kernels.push_back({"vadd", vadd_host, sizeof(vadd_args), 0});
   auto exe = gpu.try_load(hco);
   if (!exe) return fail("loading code", exe.detail());
-  auto vadd = aq::try_pm4_kernel(*exe, "vadd");
+  auto vadd = exe->try_get_untyped_kernel("vadd");
   if (!vadd) return fail("kernel vadd", vadd.detail());
 
   auto a = gpu.try_alloc<float>(n), b = gpu.try_alloc<float>(n), c = gpu.try_alloc<float>(n);
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
 
   aq::pm4_queue_options o;
   o.emulation.preempt_interval = std::chrono::microseconds(preempt_us);
-  auto q = try_make_queue(gpu, aq::pm4, o);  // found by argument-dependent lookup
+  auto q = gpu.try_make_queue(aq::pm4, o);
   if (!q) return fail("creating the PM4 queue", q.detail());
   const auto& cw = q->resources().cwsr_sizes();
   std::printf("queue %u: PM4 (KFD queue_type 0), typed for %s, COMPUTE_PGM_RSRC1.PRIV %s; CWSR area: ctl_stack %u, "

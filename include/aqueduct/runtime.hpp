@@ -4,7 +4,7 @@
 //
 // Layer: runtime. The facade's main types are also named directly in namespace aqueduct
 // (aqueduct::system, aqueduct::agent, aqueduct::buffer ...); `runtime::queue` is not, because
-// aqueduct::queue is the queue layer's namespace (use `auto q = gpu.make_queue()`).
+// aqueduct::queue is the queue layer's namespace (use `auto q = gpu.make_queue(aq::aql)`).
 #pragma once
 
 #include <aqueduct/runtime/agent.hpp>
@@ -12,17 +12,23 @@
 #include <aqueduct/runtime/copy.hpp>
 #include <aqueduct/runtime/emulation.hpp>
 #include <aqueduct/runtime/kernel.hpp>
+#include <aqueduct/runtime/kernel_args.hpp>
 #include <aqueduct/runtime/memory.hpp>
 #include <aqueduct/runtime/pm4_queue.hpp>
 #include <aqueduct/runtime/queue.hpp>
+#include <aqueduct/runtime/queue_kind.hpp>
 #include <aqueduct/runtime/sdma_queue.hpp>
 #include <aqueduct/runtime/signal.hpp>
 #include <aqueduct/runtime/system.hpp>
 
 namespace aqueduct {
 using runtime::agent;
+using runtime::aql;
+using runtime::aql_ticket;
 using runtime::block;
 using runtime::buffer;
+using runtime::buffer_ref;
+using runtime::device_ptr;
 using runtime::dispatch_options;
 using runtime::executable;
 using runtime::grid;
@@ -33,6 +39,12 @@ using runtime::kernel;
 using runtime::memory_kind;
 using runtime::open_options;
 using runtime::queue_options;
+using runtime::sdma;
+using runtime::sdma_queue;
+using runtime::sdma_queue_options;
+using runtime::sdma_ticket;
 using runtime::signal;
 using runtime::system;
+using runtime::ticket;
+using runtime::untyped_kernel;
 }  // namespace aqueduct

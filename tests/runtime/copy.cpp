@@ -87,7 +87,7 @@ TEST_CASE("SDMA copies on every preset use the agent's engine version and round-
 TEST_CASE("SDMA queue: poll dependency on a host-written word, timestamps, waits block on the KFD event") {
   auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = "rx7900xtx"});
   const auto& gpu = sys.default_agent();
-  auto q = rt::make_sdma_queue(gpu);
+  auto q = gpu.make_queue(rt::sdma);
   auto mem = gpu.alloc<std::uint64_t>(512);
   auto* word = reinterpret_cast<std::uint32_t*>(mem.data());
   auto gate = q.try_wait_memory(mem.va(), 3);
@@ -99,7 +99,7 @@ TEST_CASE("SDMA queue: poll dependency on a host-written word, timestamps, waits
   std::atomic_ref<std::uint32_t>(*word).store(3, std::memory_order_release);
   REQUIRE(q.try_wait(*ts, std::chrono::seconds(10)));
   CHECK(mem[8] != 0);
-  CHECK(q.completed() == *ts);
+  CHECK(q.completed() == ts->value());
 }
 
 TEST_CASE("when SDMA queues run out, copies fall back to the shader copy with correct results") {
@@ -115,7 +115,7 @@ TEST_CASE("when SDMA queues run out, copies fall back to the shader copy with co
     CHECK(sdma_engines.back().method() == rt::copy_method::sdma);
   }
   // A raw SDMA queue now fails with out_of_resources (CREATE_QUEUE: ENOMEM).
-  auto none = rt::try_make_sdma_queue(gpu);
+  auto none = gpu.try_make_queue(rt::sdma);
   REQUIRE_FALSE(none);
   CHECK(none.get_failure() == errc::out_of_resources);
   CHECK(std::string(none.detail()).find("ENOMEM") != std::string::npos);
@@ -274,7 +274,7 @@ TEST_CASE("copier: any two buffers, on the source buffer's GPU, peer-mapping the
 TEST_CASE("SDMA work waits on a runtime signal and sets one that a host wait (KFD event) sees") {
   auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = "rx7900xtx"});
   const auto& gpu = sys.default_agent();
-  auto q = rt::make_sdma_queue(gpu);
+  auto q = gpu.make_queue(rt::sdma);
   auto gate = gpu.make_signal(1);
   auto done = gpu.make_signal(1);
   auto src = gpu.alloc<unsigned char>(4096);

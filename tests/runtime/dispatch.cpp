@@ -19,14 +19,14 @@ namespace {
 // c = a + b with a[i] = i, b[i] = 2i + 0.5: expected 3i + 0.5, exact in float for i < 2^21.
 void check_vadd(const rt::agent& gpu, std::uint32_t n, std::uint16_t block) {
   auto exe = gpu.load(test_kernels());
-  auto vadd = exe.get_kernel("vadd");
+  auto vadd = get<vadd_kernel>(exe, "vadd");  // typed: checked against the declared arguments
   auto a = gpu.alloc<float>(n), b = gpu.alloc<float>(n), c = gpu.alloc<float>(n);
   for (std::uint32_t i = 0; i < n; ++i) {
     a[i] = static_cast<float>(i);
     b[i] = 2.0f * static_cast<float>(i) + 0.5f;
     c[i] = -1.0f;
   }
-  auto q = gpu.make_queue();
+  auto q = gpu.make_queue(aq::aql);
   const auto idx = q.dispatch(vadd, rt::grid{n}, rt::block{block}, a, b, c, n);
   auto w = q.try_wait(idx, std::chrono::seconds(20));
   INFO(std::string(w.detail()));
@@ -35,7 +35,7 @@ void check_vadd(const rt::agent& gpu, std::uint32_t n, std::uint16_t block) {
   for (std::uint32_t i = 0; i < n; ++i)
     if (c[i] != 3.0f * static_cast<float>(i) + 0.5f) ++bad;
   CHECK(bad == 0);
-  CHECK(q.read_index() == idx + 1);
+  CHECK(q.read_index() == idx.value() + 1);
 }
 
 struct env_guard {
@@ -140,15 +140,15 @@ TEST_CASE("kernel arguments: mismatched layout and oversize kernargs are refused
   auto sys = rt::system::open({.machine = "mi300x"});
   const auto& gpu = sys.default_agent();
   auto exe = gpu.load(test_kernels());
-  auto store = exe.get_kernel("store");
+  auto store = exe.get_untyped_kernel("store");
   auto out = gpu.alloc<std::uint32_t>(4);
-  auto q = gpu.make_queue({.slots = 16});
+  auto q = gpu.make_queue(aq::aql, {.slots = 16});
   // store takes (u64, u32, u32) = 16 bytes; 3 x u64 lay out as 24.
   auto r = q.try_dispatch(store, rt::grid{1}, rt::block{1}, out, out, out);
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error() == aq::errc::invalid_argument);
   CHECK(q.write_index() == 0);
-  auto missing = exe.try_kernel("nope");
+  auto missing = exe.try_get_untyped_kernel("nope");
   REQUIRE_FALSE(missing.has_value());
   CHECK(missing.error() == aq::errc::not_found);
 }

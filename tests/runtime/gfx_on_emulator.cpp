@@ -32,7 +32,23 @@ TEST_CASE("gfx code object on the emulator: loaded, refused at the gate, and the
   REQUIRE(exe.has_value());
   REQUIRE(exe->kernels().size() == 1);
   CHECK(exe->kernels()[0].processor.find("gfx942") != std::string::npos);
-  auto k = exe->try_kernel("vadd");
+  // The typed lookup checks the declared parameters against clang's metadata first: the
+  // kernel's own signature passes that check (and then meets the gate), a swapped or resized
+  // one is refused naming the argument.
+  auto wrong = exe->try_get_kernel<const float*, std::uint32_t, const float*, float*>("vadd");
+  REQUIRE_FALSE(wrong.has_value());
+  CHECK(wrong.error() == aq::errc::invalid_argument);
+  INFO(std::string(wrong.detail()));
+  CHECK(std::string(wrong.detail()).find("argument 1") != std::string::npos);
+  CHECK(std::string(wrong.detail()).find("is global_buffer, declared as by_value") != std::string::npos);
+  auto wrong_size = exe->try_get_kernel<const float*, const float*, float*, std::uint64_t>("vadd");
+  REQUIRE_FALSE(wrong_size.has_value());
+  CHECK(std::string(wrong_size.detail()).find("argument 3") != std::string::npos);
+  CHECK(std::string(wrong_size.detail()).find("has 4 bytes, declared 8") != std::string::npos);
+  auto too_few = exe->try_get_kernel<const float*, const float*, float*>("vadd");
+  REQUIRE_FALSE(too_few.has_value());
+  CHECK(std::string(too_few.detail()).find("it takes 4 arguments, 3 declared") != std::string::npos);
+  auto k = exe->try_get_kernel<const float*, const float*, float*, std::uint32_t>("vadd");
   REQUIRE_FALSE(k.has_value());
   CHECK(k.error() == aq::errc::not_supported);
   CHECK(std::string(k.detail()).find("gfx942") != std::string::npos);
@@ -40,10 +56,10 @@ TEST_CASE("gfx code object on the emulator: loaded, refused at the gate, and the
 
   // Bypass the gate: the processor finds no emulated code at the descriptor's entry.
   const auto& lk = exe->kernels()[0];
-  rt::kernel raw{lk.name, lk.kernel_object, static_cast<std::uint32_t>(lk.kernarg_segment_size),
+  rt::untyped_kernel raw{lk.name, lk.kernel_object, static_cast<std::uint32_t>(lk.kernarg_segment_size),
                  lk.group_segment_fixed_size, lk.private_segment_fixed_size, lk.code_kind};
   auto a = gpu.alloc<float>(256);
-  auto q = gpu.make_queue({.slots = 16, .kernarg_bytes = 512});
+  auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
   auto idx = q.try_dispatch(raw, rt::grid{256}, rt::block{256}, a, a, a, 256u);
   REQUIRE(idx.has_value());
   auto w = q.try_wait(*idx, std::chrono::seconds(10));

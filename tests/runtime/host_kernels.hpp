@@ -60,12 +60,26 @@ inline void chain(emu::workgroup_context& ctx) {
 // nothing(): an empty kernel (latency, ring tests).
 inline void nothing(emu::workgroup_context&) {}
 
+// The kernels' parameter lists as typed kernels (executable::get_kernel<...>).
+using vadd_kernel = rt::kernel<const float*, const float*, float*, std::uint32_t>;
+using store_kernel = rt::kernel<std::uint32_t*, std::uint32_t, std::uint32_t>;
+template <class K>
+struct typed_lookup;
+template <class... P>
+struct typed_lookup<rt::kernel<P...>> {
+  static rt::kernel<P...> get(const rt::executable& exe, std::string_view name) { return exe.get_kernel<P...>(name); }
+};
+template <class K>
+K get(const rt::executable& exe, std::string_view name) {
+  return typed_lookup<K>::get(exe, name);
+}
+
 inline rt::host_code_object test_kernels() {
   rt::host_code_object c;
-  c.kernels.push_back({"vadd", vadd, sizeof(vadd_args), 0});
-  c.kernels.push_back({"store", store, sizeof(store_args), 0});
-  c.kernels.push_back({"chain", chain, sizeof(chain_args), 0});
-  c.kernels.push_back({"nothing", nothing, 0, 0});
+  c.kernels.push_back(rt::host_kernel::with_args<const float*, const float*, float*, std::uint32_t>("vadd", vadd));
+  c.kernels.push_back(rt::host_kernel::with_args<std::uint32_t*, std::uint32_t, std::uint32_t>("store", store));
+  c.kernels.push_back(rt::host_kernel::with_args<std::uint32_t*, std::uint32_t, std::uint32_t>("chain", chain));
+  c.kernels.push_back(rt::host_kernel::with_args<>("nothing", nothing));
   return c;
 }
 

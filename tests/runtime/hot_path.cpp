@@ -45,11 +45,11 @@ TEST_CASE("dispatch hot path: no allocation, no device-file call (with controls)
   REQUIRE(sys->emulated());
   const auto& gpu = sys->default_agent();
   auto exe = gpu.load(test_kernels());
-  auto store = exe.get_kernel("store");
+  auto store = exe.get_untyped_kernel("store");
   constexpr std::uint32_t n = 2000;
   auto out = gpu.alloc<std::uint32_t>(n);
   for (std::uint32_t i = 0; i < n; ++i) out[i] = 0;
-  auto q = gpu.make_queue({.slots = 4096});
+  auto q = gpu.make_queue(aq::aql, {.slots = 4096});
   auto gate = gpu.make_signal(0);
   REQUIRE(q.try_finish(std::chrono::seconds(5)).has_value());
 
@@ -57,7 +57,7 @@ TEST_CASE("dispatch hot path: no allocation, no device-file call (with controls)
   allocations = 0;
   counting = true;
   bool all_ok = true;
-  const std::uint64_t deps[] = {gate.handle()};
+  const aq::sync::signal_ref deps[] = {gate.ref()};
   for (std::uint32_t i = 0; i < n; ++i) {
     all_ok &= q.try_dispatch(store, rt::grid{1}, rt::block{1}, out, i, i + 1).has_value();
     if (i % 100 == 0) all_ok &= q.try_barrier_and(deps, false).has_value();

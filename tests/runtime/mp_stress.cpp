@@ -70,8 +70,8 @@ TEST_CASE("4 producers x one 16-slot queue: none lost, none duplicated, none ove
   rt::host_code_object hco;
   hco.kernels.push_back({"seq", nothing, sizeof(seq_args), 0});
   auto exe = gpu.load(hco);
-  auto k = exe.get_kernel("seq");
-  auto q = gpu.make_queue({.slots = 16, .kernarg_bytes = 64});
+  auto k = exe.get_untyped_kernel("seq");
+  auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 64});
 
   const auto t0 = std::chrono::steady_clock::now();
   std::atomic<std::uint64_t> failures{0};

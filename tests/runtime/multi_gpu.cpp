@@ -71,13 +71,13 @@ TEST_CASE("AQL and PM4 queues on the second GPU wake blocking waits through the 
     const rt::agent& g1 = sys.agents()[1];
     REQUIRE(g0.gpu_id() != g1.gpu_id());
     // GPU 0 asks for an event first, so the event page is allocated (and mapped) there.
-    auto q0 = g0.make_queue({.slots = 64, .wait = blocking});
+    auto q0 = g0.make_queue(aq::aql, {.slots = 64, .wait = blocking});
     auto exe = g1.load(test_kernels());
-    auto vadd = exe.get_kernel("vadd");
+    auto vadd = exe.get_untyped_kernel("vadd");
 
     {
       INFO("AQL queue on GPU 1");
-      auto q = g1.make_queue({.slots = 64, .wait = blocking});
+      auto q = g1.make_queue(aq::aql, {.slots = 64, .wait = blocking});
       vadd_run v(g1, 70'001, rt::memory_kind::device_host_visible);
       const auto idx = q.dispatch(vadd, rt::grid{v.n}, rt::block{256}, v.a, v.b, v.c, v.n);
       auto [w, took] = timed([&] { return q.try_wait(idx, wait_timeout); });
@@ -94,15 +94,15 @@ TEST_CASE("AQL and PM4 queues on the second GPU wake blocking waits through the 
     }
     {
       INFO("PM4 queue on GPU 1");
-      auto pk = rt::try_pm4_kernel(exe, "vadd");
+      auto pk = exe.try_get_untyped_kernel("vadd");
       REQUIRE(pk.has_value());
-      auto q = make_queue(g1, aq::pm4, {.wait = blocking});
+      auto q = g1.make_queue(aq::pm4, {.wait = blocking});
       vadd_run v(g1, 50'003);
       const auto seq = q.dispatch(*pk, rt::grid{v.n}, rt::block{128}, v.a, v.b, v.c, v.n);
       auto [w, took] = timed([&] { return q.try_wait(seq, wait_timeout); });
       REQUIRE_MESSAGE(w.has_value(), std::string(w.detail()));
       CHECK_MESSAGE(took < woken_within, "the blocking wait was not woken by the KFD event");
-      CHECK(q.completed() == seq);
+      CHECK(q.completed() == seq.value());
       CHECK(v.wrong() == 0);
       // The command's last packet (RELEASE_MEM into the event mailbox) ran too: the MEC is alive.
       const auto stop = q.processor()->error();
@@ -116,11 +116,11 @@ TEST_CASE("AQL and PM4 queues on the second GPU wake blocking waits through the 
     }
     {
       INFO("a pooled signal of GPU 1 as a dispatch's completion signal");
-      auto q = g1.make_queue({.slots = 16, .wait = blocking});
+      auto q = g1.make_queue(aq::aql, {.slots = 16, .wait = blocking});
       auto sig = g1.make_signal(1);
       vadd_run v(g1, 4096);
       rt::dispatch_options o;
-      o.completion_signal = sig.handle();
+      o.completion_signal = sig.ref();
       REQUIRE(q.try_dispatch_with(o, vadd, rt::grid{v.n}, rt::block{64}, v.a, v.b, v.c, v.n).has_value());
       auto [w, took] = timed([&] { return sig.try_wait_eq(0, wait_timeout, blocking); });
       REQUIRE_MESSAGE(w.has_value(), std::string(w.detail()));
@@ -143,8 +143,8 @@ TEST_CASE("both GPUs dispatch at once (AQL and PM4 on each), blocking waits, eve
     // VA of a BO not yet freed and get EINVAL — a kfd/ ordering issue outside this test.)
     struct lane {
       rt::executable exe;
-      rt::kernel vadd;
-      rt::pm4_kernel pk;
+      rt::untyped_kernel vadd;
+      rt::untyped_kernel pk;
       rt::queue aql;
       rt::pm4_queue pm4;
       std::vector<std::uint32_t> sizes;
@@ -157,12 +157,12 @@ TEST_CASE("both GPUs dispatch at once (AQL and PM4 on each), blocking waits, eve
     for (std::size_t g = 0; g < 2; ++g) {
       const rt::agent& gpu = sys.agents()[g];
       auto exe = gpu.load(test_kernels());
-      auto vadd = exe.get_kernel("vadd");
-      auto pk = rt::try_pm4_kernel(exe, "vadd");
+      auto vadd = exe.get_untyped_kernel("vadd");
+      auto pk = exe.try_get_untyped_kernel("vadd");
       REQUIRE(pk.has_value());
       auto& l = lanes.emplace_back(lane{std::move(exe), std::move(vadd), std::move(*pk),
-                                        gpu.make_queue({.slots = 32, .wait = blocking}),
-                                        make_queue(gpu, aq::pm4, {.wait = blocking}), {}, {}, {}, 0, 0, {}});
+                                        gpu.make_queue(aq::aql, {.slots = 32, .wait = blocking}),
+                                        gpu.make_queue(aq::pm4, {.wait = blocking}), {}, {}, {}, 0, 0, {}});
       for (std::uint32_t round = 0; round < rounds; ++round) {
         const std::uint32_t n = 8192 + 1000 * round + static_cast<std::uint32_t>(g);
         l.sizes.push_back(n);

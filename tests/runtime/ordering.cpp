@@ -39,12 +39,12 @@ TEST_CASE("barrier-AND on a host signal holds the queue; releasing it lets the d
   auto sys = rt::system::open({.machine = "rx7900xtx"});
   const auto& gpu = sys.default_agent();
   auto exe = gpu.load(test_kernels());
-  auto store = exe.get_kernel("store");
+  auto store = exe.get_untyped_kernel("store");
   auto out = gpu.alloc<std::uint32_t>(4);
   for (int i = 0; i < 4; ++i) out[i] = 0;
-  auto q = gpu.make_queue({.slots = 64});
+  auto q = gpu.make_queue(aq::aql, {.slots = 64});
   auto gate = gpu.make_signal(1);
-  const std::uint64_t deps[] = {gate.handle()};
+  const aq::sync::signal_ref deps[] = {gate.ref()};
   REQUIRE(q.try_barrier_and(deps).has_value());
   const auto idx = q.dispatch(store, rt::grid{1}, rt::block{1}, out, 0u, 7u);
   // control: nothing passes the barrier while the gate is 1
@@ -62,23 +62,23 @@ TEST_CASE("cross-queue dependency: queue A waits for queue B's completion signal
   auto sys = rt::system::open({.machine = "mi300x"});
   const auto& gpu = sys.default_agent();
   auto exe = gpu.load(test_kernels());
-  auto store = exe.get_kernel("store");
-  auto chain = exe.get_kernel("chain");
+  auto store = exe.get_untyped_kernel("store");
+  auto chain = exe.get_untyped_kernel("chain");
   auto data = gpu.alloc<std::uint32_t>(4);
   for (int i = 0; i < 4; ++i) data[i] = 0;
-  auto qa = gpu.make_queue({.slots = 64});
-  auto qb = gpu.make_queue({.slots = 64});
+  auto qa = gpu.make_queue(aq::aql, {.slots = 64});
+  auto qb = gpu.make_queue(aq::aql, {.slots = 64});
   auto b_done = gpu.make_signal(1);
   auto gate = gpu.make_signal(1);
   // A: wait for B's store, then data[2] = data[1] + 1.
-  const std::uint64_t deps_a[] = {b_done.handle()};
+  const aq::sync::signal_ref deps_a[] = {b_done.ref()};
   REQUIRE(qa.try_barrier_and(deps_a).has_value());
   const auto ia = qa.dispatch(chain, rt::grid{1}, rt::block{1}, data, 2u, 1u);
   // B: held by a host gate, then data[1] = 5 with b_done as its completion signal.
-  const std::uint64_t deps_b[] = {gate.handle()};
+  const aq::sync::signal_ref deps_b[] = {gate.ref()};
   REQUIRE(qb.try_barrier_and(deps_b).has_value());
   rt::dispatch_options o;
-  o.completion_signal = b_done.handle();
+  o.completion_signal = b_done.ref();
   REQUIRE(qb.try_dispatch_with(o, store, rt::grid{1}, rt::block{1}, data, 1u, 5u).has_value());
   CHECK_FALSE(qa.try_wait(ia, 100ms).has_value());  // control: A is blocked on B
   CHECK(data[2] == 0u);
@@ -96,14 +96,14 @@ TEST_CASE("barrier bit: a reader dispatched with barrier=1 sees every element of
   rt::host_code_object hco = test_kernels();
   hco.kernels.push_back({"count_ok", count_ok, sizeof(count_args), 0});
   auto exe = gpu.load(hco);
-  auto vadd = exe.get_kernel("vadd");
-  auto counter = exe.get_kernel("count_ok");
+  auto vadd = exe.get_untyped_kernel("vadd");
+  auto counter = exe.get_untyped_kernel("count_ok");
   constexpr std::uint32_t n = 1 << 18;  // 1024 workgroups: run by the processor's workers
   auto a = gpu.alloc<float>(n), b = gpu.alloc<float>(n), c = gpu.alloc<float>(n);
   auto out = gpu.alloc<std::uint32_t>(1);
   out[0] = 0;
   for (std::uint32_t i = 0; i < n; ++i) a[i] = static_cast<float>(i), b[i] = 2.0f * i + 0.5f, c[i] = -1.0f;
-  auto q = gpu.make_queue();
+  auto q = gpu.make_queue(aq::aql);
   for (int round = 0; round < 3; ++round) {
     for (std::uint32_t i = 0; i < n; ++i) c[i] = -1.0f;
     q.dispatch(vadd, rt::grid{n}, rt::block{256}, a, b, c, n);

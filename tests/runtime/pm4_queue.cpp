@@ -49,9 +49,9 @@ TEST_CASE("make_queue(gpu, pm4) picks the PRIV policy per agent and runs vadd") 
     auto sys = rt::system::open({.machine = x.machine});
     const auto& gpu = sys.default_agent();
     auto exe = gpu.load(test_kernels());
-    auto vadd = rt::try_pm4_kernel(exe, "vadd");
+    auto vadd = exe.try_get_untyped_kernel("vadd");
     REQUIRE(vadd.has_value());
-    auto q = rt::try_make_queue(gpu, rt::pm4);
+    auto q = gpu.try_make_queue(rt::pm4);
     REQUIRE_MESSAGE(q.has_value(), std::string(q.detail()));
     CHECK(q->emulated());
     CHECK(q->sets_pm4_priv() == x.priv);
@@ -61,7 +61,7 @@ TEST_CASE("make_queue(gpu, pm4) picks the PRIV policy per agent and runs vadd") 
     auto w = q->try_wait(seq, 20s);
     REQUIRE_MESSAGE(w.has_value(), std::string(w.detail()));
     CHECK(v.wrong() == 0);
-    CHECK(q->completed() == seq);
+    CHECK(q->completed() == seq.value());
     CHECK((q->processor()->sh_register(0x2E12) >> 20 & 1) == (x.priv ? 1u : 0u));
     CHECK(q->processor()->cwsr_capacity().has_value());  // the CWSR area kfd/ sized is big enough
   }
@@ -71,18 +71,18 @@ TEST_CASE("PM4 and AQL queues of one agent give the same vadd result; many PM4 c
   auto sys = rt::system::open({.machine = "rx7900xtx"});
   const auto& gpu = sys.default_agent();
   auto exe = gpu.load(test_kernels());
-  auto vadd = rt::try_pm4_kernel(exe, "vadd");
+  auto vadd = exe.try_get_kernel<const float*, const float*, float*, std::uint32_t>("vadd");
   REQUIRE(vadd.has_value());
   vadd_run p(gpu, 50'000), a(gpu, 50'000);
   rt::pm4_queue_options po;
   po.slots = 4;  // forces slot reuse (each waits for the command that used it)
-  auto q = rt::make_queue(gpu, rt::pm4, po);
-  std::uint64_t seq = 0;
+  auto q = gpu.make_queue(rt::pm4, po);
+  rt::pm4_ticket seq;
   for (int i = 0; i < 20; ++i) seq = q.dispatch(*vadd, rt::grid{p.n}, rt::block{128}, p.a, p.b, p.c, p.n);
   REQUIRE(q.try_wait(seq, 20s).has_value());
-  CHECK(seq == 20);
-  auto aq_ = gpu.make_queue();
-  const auto idx = aq_.dispatch(vadd->k, rt::grid{a.n}, rt::block{128}, a.a, a.b, a.c, a.n);
+  CHECK(seq.value() == 20);
+  auto aq_ = gpu.make_queue(aq::aql);
+  const auto idx = aq_.dispatch(*vadd, rt::grid{a.n}, rt::block{128}, a.a, a.b, a.c, a.n);
   REQUIRE(aq_.try_wait(idx, 20s).has_value());
   CHECK(p.wrong() == 0);
   CHECK(a.wrong() == 0);
@@ -93,11 +93,11 @@ TEST_CASE("preemption stress through the runtime's CWSR area: results stay corre
   auto sys = rt::system::open({.machine = "rx7900xtx"});
   const auto& gpu = sys.default_agent();
   auto exe = gpu.load(test_kernels());
-  auto vadd = rt::try_pm4_kernel(exe, "vadd");
+  auto vadd = exe.try_get_untyped_kernel("vadd");
   REQUIRE(vadd.has_value());
   rt::pm4_queue_options o;
   o.emulation.preempt_every_workgroups = 3;
-  auto q = rt::make_queue(gpu, rt::pm4, o);
+  auto q = gpu.make_queue(rt::pm4, o);
   vadd_run v(gpu, 64 * 300);
   const auto seq = q.dispatch(*vadd, rt::grid{v.n}, rt::block{64}, v.a, v.b, v.c, v.n);
   auto w = q.try_wait(seq, 30s);
@@ -110,14 +110,14 @@ TEST_CASE("PRIV wrong on gfx1100 (test-only hook): the runtime's wait reports de
   auto sys = rt::system::open({.machine = "rx7900xtx"});
   const auto& gpu = sys.default_agent();
   auto exe = gpu.load(test_kernels());
-  auto vadd = rt::try_pm4_kernel(exe, "vadd");
+  auto vadd = exe.try_get_untyped_kernel("vadd");
   REQUIRE(vadd.has_value());
   rt::pm4_queue_options o;
   o.emulation.preempt_every_workgroups = 4;
   o.emulation.test_force_rsrc1_priv = false;
   o.drain_timeout = 10ms;
   o.ring_bytes = 1024;  // a few commands fill it
-  auto q = rt::make_queue(gpu, rt::pm4, o);
+  auto q = gpu.make_queue(rt::pm4, o);
   vadd_run v(gpu, 64 * 64);
   const auto seq = q.dispatch(*vadd, rt::grid{v.n}, rt::block{64}, v.a, v.b, v.c, v.n);
   auto w = q.try_wait(seq, 5s);
@@ -129,7 +129,7 @@ TEST_CASE("PRIV wrong on gfx1100 (test-only hook): the runtime's wait reports de
   CHECK_MESSAGE(text.find("rptr") != std::string::npos, text);
   CHECK(q.completed() == 0);
   // Further commands fill the ring the hung MEC no longer drains: reported, not waited on forever.
-  aq::result<std::uint64_t> more = std::uint64_t{0};
+  aq::result<rt::pm4_ticket> more = rt::pm4_ticket{};
   for (int i = 0; i < 64 && more; ++i) more = q.try_dispatch(*vadd, rt::grid{v.n}, rt::block{64}, v.a, v.b, v.c, v.n);
   REQUIRE_FALSE(more.has_value());
   CHECK(more.get_failure() == aq::errc::device_hang);

@@ -23,13 +23,17 @@ void vadd(aq::emu::workgroup_context& ctx) {
 TEST_CASE("docs/runtime.md 'Using it' snippet") {
   auto sys = aq::system::open({.machine = "mi300x"});  // the snippet: aq::system::open()
   const aq::agent& gpu = sys.default_agent();
-  auto exe  = gpu.load(aq::host_code_object{{{"vadd", vadd, sizeof(vadd_args)}}});
-  auto k    = exe.get_kernel("vadd");
+  using vadd_params = aq::kernel<const float*, const float*, float*, std::uint32_t>;
+  auto exe  = gpu.load(aq::host_code_object{{
+      aq::host_kernel::with_args<const float*, const float*, float*, std::uint32_t>("vadd", vadd)}});
+  // Typed: the parameters are checked once against the kernel's metadata (a gfx code object's
+  // .args, here the host kernel's declared ones); a dispatch with other types does not compile.
+  vadd_params k = exe.get_kernel<const float*, const float*, float*, std::uint32_t>("vadd");
   const std::uint32_t n = 1 << 20;
   auto a = gpu.alloc<float>(n), b = gpu.alloc<float>(n), c = gpu.alloc<float>(n);
   for (std::uint32_t i = 0; i < n; ++i) a[i] = float(i), b[i] = 1.0f;
-  auto q = gpu.make_queue();                   // AQL, typed by the agent's family
-  q.wait(q.dispatch(k, aq::grid{n}, aq::block{256}, a, b, c, n));
+  auto q = gpu.make_queue(aq::aql);            // or aq::pm4, aq::sdma: the architecture is fixed here
+  q.wait(q.dispatch(k, aq::grid{n}, aq::block{256}, a, b, c, n));  // waits on this queue's ticket
   std::uint32_t wrong = 0;
   for (std::uint32_t i = 0; i < n; ++i) wrong += c[i] != float(i) + 1.0f;
   CHECK(wrong == 0);

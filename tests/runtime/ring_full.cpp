@@ -19,13 +19,13 @@ TEST_CASE("full 16-slot ring: refuse, block, then proceed; nothing overwritten")
   auto sys = rt::system::open({.machine = "mi300x"});
   const auto& gpu = sys.default_agent();
   auto exe = gpu.load(test_kernels());
-  auto store = exe.get_kernel("store");
+  auto store = exe.get_untyped_kernel("store");
   auto out = gpu.alloc<std::uint32_t>(32);
   for (int i = 0; i < 32; ++i) out[i] = 0;
-  auto q = gpu.make_queue({.slots = 16});
+  auto q = gpu.make_queue(aq::aql, {.slots = 16});
   REQUIRE(q.size() == 16);
   auto gate = gpu.make_signal(1);
-  const std::uint64_t deps[] = {gate.handle()};
+  const aq::sync::signal_ref deps[] = {gate.ref()};
   REQUIRE(q.try_barrier_and(deps).has_value());
   for (std::uint32_t i = 0; i < 15; ++i) REQUIRE(q.try_dispatch(store, rt::grid{1}, rt::block{1}, out, i, 100 + i).has_value());
   CHECK(q.write_index() == 16);
@@ -39,7 +39,7 @@ TEST_CASE("full 16-slot ring: refuse, block, then proceed; nothing overwritten")
   CHECK(q.write_index() == 16);
 
   std::atomic<bool> done{false};
-  std::uint64_t late_index = 0;
+  rt::aql_ticket late_index;
   std::thread producer([&] {
     rt::dispatch_options wait;
     wait.timeout = 30s;
@@ -53,7 +53,7 @@ TEST_CASE("full 16-slot ring: refuse, block, then proceed; nothing overwritten")
   gate.store(0);
   producer.join();
   REQUIRE(done.load());
-  CHECK(late_index == 16);
+  CHECK(late_index.value() == 16);
   REQUIRE(q.try_finish(10s).has_value());
   for (std::uint32_t i = 0; i < 16; ++i) CHECK(out[i] == 100 + i);
   CHECK(q.read_index() == 17);

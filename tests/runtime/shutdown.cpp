@@ -38,15 +38,15 @@ TEST_CASE("shutdown releases everything and joins every emulator thread") {
     std::vector<rt::queue> queues;
     for (const auto& gpu : sys->agents()) {
       auto exe = gpu.load(test_kernels());
-      auto vadd = exe.get_kernel("vadd");
+      auto vadd = exe.get_untyped_kernel("vadd");
       constexpr std::uint32_t n = 10000;
       auto a = gpu.alloc<float>(n), b = gpu.alloc<float>(n), c = gpu.alloc<float>(n, rt::memory_kind::device_host_visible);
       for (std::uint32_t i = 0; i < n; ++i) a[i] = 1.0f, b[i] = 2.0f;
-      auto q = gpu.make_queue({.slots = 64});
-      auto q2 = gpu.make_queue({.slots = 16, .drain_timeout = 200ms});
+      auto q = gpu.make_queue(aq::aql, {.slots = 64});
+      auto q2 = gpu.make_queue(aq::aql, {.slots = 16, .drain_timeout = 200ms});
       auto gate = gpu.make_signal(1);
       q.dispatch(vadd, rt::grid{n}, rt::block{128}, a, b, c, n);
-      const std::uint64_t deps[] = {gate.handle()};
+      const aq::sync::signal_ref deps[] = {gate.ref()};
       REQUIRE(q2.try_barrier_and(deps).has_value());  // never released: q2 is destroyed blocked
       q2.dispatch(vadd, rt::grid{n}, rt::block{128}, a, b, c, n);
       REQUIRE(q.try_finish(10s).has_value());
@@ -79,8 +79,8 @@ TEST_CASE("a kernel that touches unmapped memory stops its queue; the wait says 
   auto sys = rt::system::open({.machine = "rx6900xt"});
   const auto& gpu = sys.default_agent();
   auto exe = gpu.load(test_kernels());
-  auto store = exe.get_kernel("store");
-  auto q = gpu.make_queue({.slots = 16});
+  auto store = exe.get_untyped_kernel("store");
+  auto q = gpu.make_queue(aq::aql, {.slots = 16});
   const std::uint64_t bogus = 0x10000;  // never mapped to the GPU
   auto idx = q.try_dispatch(store, rt::grid{1}, rt::block{1}, bogus, 3u, 1u);
   REQUIRE(idx.has_value());

@@ -23,9 +23,9 @@ double thread_cpu_ms() {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 // Holds queue `q` for `hold`, then measures (wall ms, cpu ms) of waiting for a dispatch behind it.
-std::pair<double, double> held_wait(rt::queue& q, const rt::agent& gpu, const rt::kernel& k, std::chrono::milliseconds hold) {
+std::pair<double, double> held_wait(rt::queue& q, const rt::agent& gpu, const rt::untyped_kernel& k, std::chrono::milliseconds hold) {
   auto gate = gpu.make_signal(1);
-  const std::uint64_t deps[] = {gate.handle()};
+  const aq::sync::signal_ref deps[] = {gate.ref()};
   REQUIRE(q.try_barrier_and(deps).has_value());
   const auto idx = q.dispatch(k, rt::grid{1}, rt::block{1});
   std::thread opener([&] {
@@ -47,15 +47,15 @@ TEST_CASE("spin_then_block: a long wait sleeps in WAIT_EVENTS; spin: it burns th
   auto sys = rt::system::open({.machine = "mi300x"});
   const auto& gpu = sys.default_agent();
   auto exe = gpu.load(test_kernels());
-  auto k = exe.get_kernel("nothing");
+  auto k = exe.get_untyped_kernel("nothing");
   {
-    auto q = gpu.make_queue({.slots = 16});  // default policy: spin 50 us, then block
+    auto q = gpu.make_queue(aq::aql, {.slots = 16});  // default policy: spin 50 us, then block
     const auto [wall, cpu] = held_wait(q, gpu, k, 300ms);
     CHECK(wall >= 250.0);
     CHECK(cpu < 0.05 * wall);
   }
   {
-    auto q = gpu.make_queue({.slots = 16, .wait = aq::sync::wait_policy::spin()});
+    auto q = gpu.make_queue(aq::aql, {.slots = 16, .wait = aq::sync::wait_policy::spin()});
     const auto [wall, cpu] = held_wait(q, gpu, k, 300ms);
     CHECK(wall >= 250.0);
     CHECK(cpu > 0.2 * wall);  // loose: the machine is shared
@@ -66,10 +66,10 @@ TEST_CASE("a wait that times out describes the queue and the stalled packet") {
   auto sys = rt::system::open({.machine = "rx7900xtx"});
   const auto& gpu = sys.default_agent();
   auto exe = gpu.load(test_kernels());
-  auto k = exe.get_kernel("nothing");
-  auto q = gpu.make_queue({.slots = 16, .drain_timeout = 10ms});
+  auto k = exe.get_untyped_kernel("nothing");
+  auto q = gpu.make_queue(aq::aql, {.slots = 16, .drain_timeout = 10ms});
   auto gate = gpu.make_signal(1);
-  const std::uint64_t deps[] = {gate.handle()};
+  const aq::sync::signal_ref deps[] = {gate.ref()};
   REQUIRE(q.try_barrier_and(deps).has_value());
   const auto idx = q.dispatch(k, rt::grid{1}, rt::block{1});
   auto r = q.try_wait(idx, 50ms);

@@ -25,6 +25,7 @@
 #include <aqueduct/runtime/kernel.hpp>
 #include <aqueduct/runtime/memory.hpp>
 #include <aqueduct/runtime/queue.hpp>
+#include <aqueduct/runtime/queue_kind.hpp>
 #include <aqueduct/runtime/signal.hpp>
 #include <aqueduct/sync/signal.hpp>
 
@@ -78,7 +79,7 @@ class agent {
 
   // ---- code --------------------------------------------------------------------------------------
   // A gfx code object (already selected for this agent, e.g. with code::fat_binary::try_select).
-  // Loading works on both devices; its kernels are runnable only on a real GPU (executable::try_kernel).
+  // Loading works on both devices; its kernels are runnable only on a real GPU (executable::try_get_kernel).
   [[nodiscard]] result<executable> try_load(const code::code_object& co) const {
     auto alloc = std::make_unique<detail::code_allocator>(s_->sys->ref(), *s_->node);
     AQUEDUCT_TRY(auto exe, code::try_load(co, *alloc));
@@ -110,6 +111,12 @@ class agent {
       ek.name = k.name;
       ek.host_kernel = k.name;
       ek.descriptor = host_kernel_abi::descriptor(k.kernarg_size, k.group_segment_size);
+      for (const auto& arg : k.args)
+        if (arg.offset > k.kernarg_size || arg.size > k.kernarg_size - arg.offset)
+          return failure(errc::invalid_argument, "host kernel '" + k.name + "': declared argument at offset " +
+                                                     std::to_string(arg.offset) + " lies outside its " +
+                                                     std::to_string(k.kernarg_size) + " kernarg bytes");
+      ek.args = k.args;
       eco.kernels.push_back(std::move(ek));
     }
     if (emulated())
@@ -124,58 +131,17 @@ class agent {
   [[nodiscard]] emu::host_kernel_registry& host_registry() const noexcept { return s_->sys->registry; }
 
   // ---- queues ------------------------------------------------------------------------------------
-  [[nodiscard]] result<queue> try_make_queue(const queue_options& o = {}) const {
-    if (o.slots < 16 || (o.slots & (o.slots - 1)) != 0 || o.slots > (1u << 20))
-      return failure(errc::invalid_argument, "queue_options::slots must be a power of two in [16, 2^20] (KFD's 1 KiB minimum ring)");
-    if (o.kernarg_bytes == 0 || o.kernarg_bytes % 64 != 0)
-      return failure(errc::invalid_argument, "queue_options::kernarg_bytes must be a positive multiple of 64");
-    struct traits {
-      arch::family fam;
-      std::string name;
-    };
-    // The one run-time branch on the architecture for this queue's lifetime (DESIGN.md §3).
-    AQUEDUCT_TRY(auto t, arch::visit_family(gfx_target_version(),
-                                            static_cast<std::uint32_t>(s_->node->properties.simd_arrays_per_engine),
-                                            [](auto target) -> traits {
-                                              using T = decltype(target);
-                                              static_assert(T::doorbell_bytes == 8,
-                                                            "AQL queues ring a 64-bit doorbell (SOC15, spec/kfd.md §3)");
-                                              return traits{T::fam, T::name()};
-                                            }));
-    namespace k = kfd;
-    auto st = std::make_unique<detail::queue_state>();
-    st->agent = s_;
-    st->opt = o;
-    st->fam = t.fam;
-    st->target_name = t.name;
-    AQUEDUCT_TRY(auto* doorbells, detail::try_doorbells(*s_));
-    k::queue_options ko;
-    ko.kind = k::queue_kind::aql;
-    ko.ring_size = byte_count(std::uint64_t{o.slots} * abi::aql_packet_size);
-    ko.priority = o.priority;
-    ko.rptr_offset = offsetof(abi::amd_queue, read_dispatch_id);
-    ko.wptr_offset = offsetof(abi::amd_queue, write_dispatch_id);
-    AQUEDUCT_TRY(st->res, k::queue_resources<detail::file_type>::try_create(s_->sys->ref(), *s_->node, *doorbells, ko));
-    const std::uint32_t slots = st->res.ring_size() / static_cast<std::uint32_t>(abi::aql_packet_size);
-    AQUEDUCT_TRY(st->kernargs, k::buffer<detail::file_type>::try_allocate(
-                                   s_->sys->ref(), *s_->node, byte_count(std::uint64_t{slots} * o.kernarg_bytes),
-                                   k::memory_use::host));
-    AQUEDUCT_TRY(st->event, s_->sys->try_make_event(*s_->node));
-    auto* page = static_cast<std::byte*>(st->res.pointers().host);
-    st->desc = reinterpret_cast<abi::amd_queue*>(page);
-    st->progress = reinterpret_cast<abi::amd_signal*>(page + queue::progress_signal_offset);
-    sync::signal_ref::initialize(*st->progress, queue::progress_start, st->event.mailbox_va().value, st->event.id());
-    // Every header INVALID and both indexes 0 before any processor looks at the ring.
-    st->aql.emplace(aqueduct::queue::aql_queue_memory{st->desc, st->res.ring().as<abi::aql_slot>(), slots},
-                    queue_doorbell{static_cast<std::uint64_t*>(st->res.doorbell()), nullptr}, true);
-    if (emulated()) {
-      AQUEDUCT_TRY(st->processor, s_->sys->link->try_attach_aql(st->res.queue_id(),
-                                                                reinterpret_cast<std::uintptr_t>(st->desc), t.fam));
-      st->aql->get_doorbell().watcher = st->processor;
-    }
-    return queue(std::move(st));
+  // One spelling for every kind: gpu.make_queue(aq::aql | aq::pm4 | aq::sdma, options). The tag
+  // picks the queue type (runtime::queue, pm4_queue, sdma_queue) and its options type; the
+  // agent's architecture is visited once, here, and fixed for the queue's lifetime.
+  template <queue_kind Kind>
+  [[nodiscard]] result<typename Kind::queue_type> try_make_queue(Kind kind, const typename Kind::options_type& o = {}) const {
+    return try_create_queue(*this, kind, o);
   }
-  [[nodiscard]] queue make_queue(const queue_options& o = {}) const { return try_make_queue(o).value(); }
+  template <queue_kind Kind>
+  [[nodiscard]] typename Kind::queue_type make_queue(Kind kind, const typename Kind::options_type& o = {}) const {
+    return try_make_queue(kind, o).value();
+  }
 
   // ---- signals -----------------------------------------------------------------------------------
   [[nodiscard]] result<signal> try_make_signal(std::int64_t initial) const {
@@ -199,5 +165,59 @@ class agent {
  private:
   detail::agent_state* s_ = nullptr;
 };
+
+// An AQL queue of `gpu` (agent::make_queue(aq::aql, o); runtime/queue.hpp).
+[[nodiscard]] inline result<queue> try_create_queue(const agent& gpu, aql_t, const queue_options& o) {
+  detail::agent_state& a = gpu.state();
+  if (o.slots < 16 || (o.slots & (o.slots - 1)) != 0 || o.slots > (1u << 20))
+    return failure(errc::invalid_argument, "queue_options::slots must be a power of two in [16, 2^20] (KFD's 1 KiB minimum ring)");
+  if (o.kernarg_bytes == 0 || o.kernarg_bytes % 64 != 0)
+    return failure(errc::invalid_argument, "queue_options::kernarg_bytes must be a positive multiple of 64");
+  struct traits {
+    arch::family fam;
+    std::string name;
+  };
+  // The one run-time branch on the architecture for this queue's lifetime (DESIGN.md §3).
+  AQUEDUCT_TRY(auto t, arch::visit_family(gpu.gfx_target_version(),
+                                          static_cast<std::uint32_t>(a.node->properties.simd_arrays_per_engine),
+                                          [](auto target) -> traits {
+                                            using T = decltype(target);
+                                            static_assert(T::doorbell_bytes == 8,
+                                                          "AQL queues ring a 64-bit doorbell (SOC15, spec/kfd.md §3)");
+                                            return traits{T::fam, T::name()};
+                                          }));
+  namespace k = kfd;
+  auto st = std::make_unique<detail::queue_state>();
+  st->agent = &a;
+  st->opt = o;
+  st->fam = t.fam;
+  st->target_name = t.name;
+  AQUEDUCT_TRY(auto* doorbells, detail::try_doorbells(a));
+  k::queue_options ko;
+  ko.kind = k::queue_kind::aql;
+  ko.ring_size = byte_count(std::uint64_t{o.slots} * abi::aql_packet_size);
+  ko.priority = o.priority;
+  ko.rptr_offset = offsetof(abi::amd_queue, read_dispatch_id);
+  ko.wptr_offset = offsetof(abi::amd_queue, write_dispatch_id);
+  AQUEDUCT_TRY(st->res, k::queue_resources<detail::file_type>::try_create(a.sys->ref(), *a.node, *doorbells, ko));
+  const std::uint32_t slots = st->res.ring_size() / static_cast<std::uint32_t>(abi::aql_packet_size);
+  AQUEDUCT_TRY(st->kernargs, k::buffer<detail::file_type>::try_allocate(
+                                 a.sys->ref(), *a.node, byte_count(std::uint64_t{slots} * o.kernarg_bytes),
+                                 k::memory_use::host));
+  AQUEDUCT_TRY(st->event, a.sys->try_make_event(*a.node));
+  auto* page = static_cast<std::byte*>(st->res.pointers().host);
+  st->desc = reinterpret_cast<abi::amd_queue*>(page);
+  st->progress = reinterpret_cast<abi::amd_signal*>(page + queue::progress_signal_offset);
+  sync::signal_ref::initialize(*st->progress, queue::progress_start, st->event.mailbox_va().value, st->event.id());
+  // Every header INVALID and both indexes 0 before any processor looks at the ring.
+  st->aql.emplace(aqueduct::queue::aql_queue_memory{st->desc, st->res.ring().as<abi::aql_slot>(), slots},
+                  queue_doorbell{static_cast<std::uint64_t*>(st->res.doorbell()), nullptr}, true);
+  if (gpu.emulated()) {
+    AQUEDUCT_TRY(st->processor, a.sys->link->try_attach_aql(st->res.queue_id(),
+                                                              reinterpret_cast<std::uintptr_t>(st->desc), t.fam));
+    st->aql->get_doorbell().watcher = st->processor;
+  }
+  return queue(std::move(st));
+}
 
 }  // namespace aqueduct::runtime

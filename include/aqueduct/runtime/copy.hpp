@@ -26,6 +26,7 @@
 #include <aqueduct/runtime/kernel.hpp>
 #include <aqueduct/runtime/memory.hpp>
 #include <aqueduct/runtime/queue.hpp>
+#include <aqueduct/runtime/queue_kind.hpp>
 #include <aqueduct/runtime/sdma_queue.hpp>
 
 #include <algorithm>
@@ -79,7 +80,7 @@ class copy_engine {
     e.gpu_ = gpu;
     e.opt_ = o;
     if (o.use_sdma) {
-      auto q = try_make_sdma_queue(gpu, o.sdma);
+      auto q = gpu.try_make_queue(runtime::sdma, o.sdma);
       if (q) {
         e.sdma_ = std::move(*q);
         return e;
@@ -116,7 +117,8 @@ class copy_engine {
     dispatch_options d;
     d.timeout = opt_.timeout;
     AQUEDUCT_TRY(auto idx, shader_->try_dispatch_with(d, kernel_, grid{static_cast<std::uint32_t>(groups * wg)},
-                                                      block{static_cast<std::uint16_t>(wg)}, dst.value, src.value, bytes, chunk));
+                                                      block{static_cast<std::uint16_t>(wg)}, device_ptr<void>::at(dst),
+                                                      device_ptr<const void>::at(src), bytes, chunk));
     return shader_->try_wait(idx, opt_.timeout);
   }
   template <class T>
@@ -139,13 +141,15 @@ class copy_engine {
       return failure(errc::not_supported, "no SDMA queue on " + gpu_.gfx_name() + " (" + why_shader_ +
                                               ") and aqueduct ships no gfx copy kernel yet for the shader fallback");
     host_code_object hco;
-    hco.kernels.push_back({copy_kernel_name, copy_kernel, sizeof(copy_kernel_args), 0});
+    hco.kernels.push_back(host_kernel::with_args<void*, const void*, std::uint64_t, std::uint64_t>(copy_kernel_name, copy_kernel));
     AQUEDUCT_TRY(auto exe, gpu_.try_load(hco));
-    AQUEDUCT_TRY(kernel_, exe.try_kernel(copy_kernel_name));
+    auto k = exe.try_get_kernel<void*, const void*, std::uint64_t, std::uint64_t>(copy_kernel_name);
+    if (!k) return std::move(k).get_failure();
+    kernel_ = std::move(*k);
     exe_.emplace(std::move(exe));
     queue_options qo;
     qo.slots = opt_.shader_queue_slots;
-    AQUEDUCT_TRY(auto q, gpu_.try_make_queue(qo));
+    AQUEDUCT_TRY(auto q, gpu_.try_make_queue(aql, qo));
     shader_.emplace(std::move(q));
     return ok();
   }
@@ -155,7 +159,7 @@ class copy_engine {
   std::optional<sdma_queue> sdma_;
   std::string why_shader_;
   std::optional<executable> exe_;
-  kernel kernel_{};
+  kernel<void*, const void*, std::uint64_t, std::uint64_t> kernel_{};
   std::optional<runtime::queue> shader_;  // declared last: destroyed (drained) first
 };
 

@@ -29,9 +29,11 @@
 #include <aqueduct/emu/wave_state.hpp>
 #include <aqueduct/kfd/memory.hpp>
 #include <aqueduct/runtime/any_device.hpp>
+#include <aqueduct/runtime/kernel_args.hpp>
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,22 +49,61 @@ struct block {
   std::uint16_t x = 1, y = 1, z = 1;
 };
 
-struct kernel {
+// What a dispatch needs of a loaded kernel: the descriptor's GPU address (AQL kernel_object), the
+// sizes a dispatch packet repeats, the descriptor's host copy (a PM4 dispatch writes the
+// registers from it) and the metadata's argument list (explicit and hidden; empty when the kernel
+// declares none). Untyped: a dispatch of it checks the arguments against `args` at run time.
+// `args` points into the executable's loaded kernels: a kernel must not outlive its executable.
+struct untyped_kernel {
   std::string name;
   gpu_va object{};                       // the kernel descriptor (AQL kernel_object)
   std::uint32_t kernarg_size = 0;        // bytes of the kernarg segment (explicit + hidden)
   std::uint32_t group_segment_size = 0;  // static LDS
   std::uint32_t private_segment_size = 0;
   code::kernel_code_kind kind = code::kernel_code_kind::gfx_isa;
+  abi::kernel_descriptor descriptor{};
+  std::span<const code::kernel_arg> args{};
+};
+
+// A kernel whose parameters are P... (runtime/kernel_args.hpp): made by executable::get_kernel<P...>,
+// which checked P... against the kernel's metadata once; its dispatches take exactly those
+// parameter types and check nothing at run time.
+template <class... P>
+class kernel {
+ public:
+  using layout = detail::kernel_layout<P...>;
+  kernel() = default;
+  // P... checked against k's metadata (check_signature).
+  [[nodiscard]] static result<kernel> try_check(untyped_kernel k) {
+    AQUEDUCT_TRY_VOID(check_signature<P...>(k.name, k.args, k.kernarg_size));
+    return kernel(std::move(k));
+  }
+  [[nodiscard]] const untyped_kernel& info() const noexcept { return k_; }
+  [[nodiscard]] const std::string& name() const noexcept { return k_.name; }
+  [[nodiscard]] gpu_va object() const noexcept { return k_.object; }
+  [[nodiscard]] explicit operator bool() const noexcept { return k_.object.value != 0; }
+
+ private:
+  explicit kernel(untyped_kernel k) noexcept : k_(std::move(k)) {}
+  untyped_kernel k_;
 };
 
 // One host function of a host code object (an emulated code object whose kernels follow
-// host_kernel_abi).
+// host_kernel_abi). `args` is its argument list as metadata (.args) would list it; declare it
+// from the C++ parameter types with `host_kernel::with_args<P...>(name, fn)`, which also sets
+// kernarg_size, so that get_kernel<P...> can check a dispatch's types against it.
 struct host_kernel {
   std::string name;            // 1..47 bytes: also the host_kernel_registry name
   emu::host_kernel_fn fn;      // called once per workgroup
   std::uint32_t kernarg_size = 0;
   std::uint32_t group_segment_size = 0;
+  std::vector<code::kernel_arg> args{};
+
+  template <class... P>
+  [[nodiscard]] static host_kernel with_args(std::string name, emu::host_kernel_fn fn, std::uint32_t group_segment_size = 0) {
+    return host_kernel{std::move(name), std::move(fn), static_cast<std::uint32_t>(detail::kernel_layout<P...>::bytes),
+                       group_segment_size, signature_args<P...>()};
+  }
 };
 struct host_code_object {
   std::vector<host_kernel> kernels;
@@ -169,7 +210,7 @@ class code_allocator {
 static_assert(code::code_memory_allocator<code_allocator>);
 }  // namespace detail
 
-// Loaded code (code::try_load): owns the code memory, hands out kernels. `try_kernel` is the
+// Loaded code (code::try_load): owns the code memory, hands out kernels. Every lookup passes the
 // dispatch gate: gfx machine code on the emulator (or a host kernel on a real GPU) is
 // errc::not_supported, with the kernel and processor named (code::check_runnable).
 class executable {
@@ -191,23 +232,43 @@ class executable {
   ~executable() { exe_.reset(); }  // frees through the allocator, which goes after it
 
   [[nodiscard]] const std::vector<code::loaded_kernel>& kernels() const noexcept { return exe_->kernels(); }
-  [[nodiscard]] result<kernel> try_kernel(std::string_view name) const {
-    const code::loaded_kernel* k = nullptr;
-    for (const auto& c : exe_->kernels())
-      if (c.name == name || c.symbol == name) k = &c;
-    if (!k) {
-      std::string known;
-      for (const auto& c : exe_->kernels()) known += (known.empty() ? "" : ", ") + c.name;
-      return failure(errc::not_found, "no kernel '" + std::string(name) + "' in this executable (has: " + known + ")");
-    }
+  // The kernel `name` with parameters P..., checked against its metadata once (check_signature:
+  // count, kinds, sizes, offsets); then the dispatch gate (code::check_runnable).
+  template <class... P>
+  [[nodiscard]] result<kernel<P...>> try_get_kernel(std::string_view name) const {
+    AQUEDUCT_TRY(const code::loaded_kernel* k, try_find(name));
+    AQUEDUCT_TRY(auto typed, kernel<P...>::try_check(info_of(*k)));
     AQUEDUCT_TRY_VOID(code::check_runnable(*k, emulated_));
-    return kernel{k->name, k->kernel_object, static_cast<std::uint32_t>(k->kernarg_segment_size),
-                  k->group_segment_fixed_size, k->private_segment_fixed_size, k->code_kind};
+    return typed;
   }
-  [[nodiscard]] kernel get_kernel(std::string_view name) const { return try_kernel(name).value(); }
+  template <class... P>
+  [[nodiscard]] kernel<P...> get_kernel(std::string_view name) const {
+    return try_get_kernel<P...>(name).value();
+  }
+  // The kernel without a declared parameter list: each dispatch checks its arguments' count,
+  // sizes and offsets against the metadata at run time.
+  [[nodiscard]] result<untyped_kernel> try_get_untyped_kernel(std::string_view name) const {
+    AQUEDUCT_TRY(const code::loaded_kernel* k, try_find(name));
+    AQUEDUCT_TRY_VOID(code::check_runnable(*k, emulated_));
+    return info_of(*k);
+  }
+  [[nodiscard]] untyped_kernel get_untyped_kernel(std::string_view name) const { return try_get_untyped_kernel(name).value(); }
   [[nodiscard]] const loaded_type& loaded() const noexcept { return *exe_; }
 
  private:
+  [[nodiscard]] result<const code::loaded_kernel*> try_find(std::string_view name) const {
+    for (const auto& c : exe_->kernels())
+      if (c.name == name || c.symbol == name) return &c;
+    std::string known;
+    for (const auto& c : exe_->kernels()) known += (known.empty() ? "" : ", ") + c.name;
+    return failure(errc::not_found, "no kernel '" + std::string(name) + "' in this executable (has: " + known + ")");
+  }
+  [[nodiscard]] static untyped_kernel info_of(const code::loaded_kernel& k) {
+    return untyped_kernel{k.name,          k.kernel_object, static_cast<std::uint32_t>(k.kernarg_segment_size),
+                          k.group_segment_fixed_size, k.private_segment_fixed_size, k.code_kind, k.descriptor,
+                          std::span<const code::kernel_arg>(k.args)};
+  }
+
   std::unique_ptr<detail::code_allocator> alloc_;
   std::unique_ptr<loaded_type> exe_;
   bool emulated_ = false;

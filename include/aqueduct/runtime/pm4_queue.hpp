@@ -1,5 +1,5 @@
 // aqueduct/runtime/pm4_queue.hpp — `pm4_queue`: a PM4 compute queue (KFD queue_type 0) of one
-// agent, made with `make_queue(gpu, aq::pm4)`, with kernel dispatch, waits and, on the emulator,
+// agent, made with `gpu.make_queue(aq::pm4, options)`, with kernel dispatch, waits and, on the emulator,
 // preemption controls.
 //
 // Layer: runtime. Creation visits the agent's target once (arch::visit_family): a gfx1100/1101/
@@ -34,6 +34,7 @@
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/runtime/kernel.hpp>
 #include <aqueduct/runtime/queue.hpp>
+#include <aqueduct/runtime/queue_kind.hpp>
 #include <aqueduct/sync/atomics.hpp>
 #include <aqueduct/sync/wait.hpp>
 
@@ -44,15 +45,8 @@
 #include <optional>
 #include <string>
 #include <utility>
-#include <variant>
 
 namespace aqueduct::runtime {
-
-// `make_queue(gpu, pm4)`: the PM4 kind of queue (AQL queues come from agent::make_queue).
-struct pm4_t {
-  explicit constexpr pm4_t() = default;
-};
-inline constexpr pm4_t pm4{};
 
 struct pm4_queue_options {
   std::uint32_t ring_bytes = 64 * 1024;  // power of two >= 1 KiB
@@ -63,18 +57,6 @@ struct pm4_queue_options {
   sync::nanoseconds drain_timeout = std::chrono::seconds(5);
   emu::pm4_processor_options emulation{};  // emulated device: the MEC's knobs (preemption stress ...)
 };
-
-// A kernel plus its descriptor's host copy (PM4 writes the registers from it).
-struct pm4_kernel {
-  kernel k;
-  abi::kernel_descriptor descriptor{};
-};
-[[nodiscard]] inline result<pm4_kernel> try_pm4_kernel(const executable& exe, std::string_view name) {
-  AQUEDUCT_TRY(auto k, exe.try_kernel(name));
-  for (const auto& lk : exe.kernels())
-    if (lk.kernel_object == k.object) return pm4_kernel{std::move(k), lk.descriptor};
-  return failure(errc::not_found, "kernel '" + std::string(name) + "': no descriptor copy");
-}
 
 // The doorbell of a PM4 queue: 64-bit, write pointer in dwords; on the emulator it also wakes
 // the processor.
@@ -90,9 +72,33 @@ struct pm4_doorbell {
 namespace detail {
 template <class T>
 using pm4_q = aqueduct::queue::pm4_queue<T, pm4_doorbell>;
-using pm4_variant = std::variant<std::monostate, pm4_q<arch::gfx9_target>, pm4_q<arch::gfx90a_target>,
-                                 pm4_q<arch::gfx94x_target>, pm4_q<arch::gfx10_1_target>, pm4_q<arch::gfx10_3_target>,
-                                 pm4_q<arch::gfx11_target>, pm4_q<arch::gfx11_priv_target>, pm4_q<arch::gfx12_target>>;
+
+// The PM4 ring of the agent's target, chosen once when the queue is made (DESIGN.md §3): its
+// functions are a table filled at creation, so no submission branches on the architecture.
+class pm4_ring {
+ public:
+  virtual ~pm4_ring() = default;
+  virtual result<std::uint64_t> try_dispatch(const aqueduct::queue::pm4::dispatch_params& p,
+                                             const aqueduct::queue::pm4_completion& c, sync::nanoseconds timeout) = 0;
+  virtual void describe(std::string& out) const = 0;
+  [[nodiscard]] virtual pm4_doorbell& doorbell() noexcept = 0;
+  [[nodiscard]] virtual bool sets_pm4_priv() const noexcept = 0;
+};
+template <class Target>
+class pm4_ring_of final : public pm4_ring {
+ public:
+  pm4_ring_of(const aqueduct::queue::pm4_queue_memory& mem, const pm4_doorbell& db) noexcept : q_(mem, db, true) {}
+  result<std::uint64_t> try_dispatch(const aqueduct::queue::pm4::dispatch_params& p, const aqueduct::queue::pm4_completion& c,
+                                     sync::nanoseconds timeout) override {
+    return q_.try_dispatch(p, c, timeout);
+  }
+  void describe(std::string& out) const override { q_.describe(out); }
+  [[nodiscard]] pm4_doorbell& doorbell() noexcept override { return q_.get_doorbell(); }
+  [[nodiscard]] bool sets_pm4_priv() const noexcept override { return std::is_same_v<Target, arch::gfx11_priv_target>; }
+
+ private:
+  pm4_q<Target> q_;
+};
 
 struct pm4_queue_state {
   agent_state* agent = nullptr;
@@ -103,7 +109,7 @@ struct pm4_queue_state {
   kfd::event<file_type> event;
   std::uint64_t* progress = nullptr;  // in the pointer page: sequence number of the last completed command
   std::uint64_t submitted = 0;        // sequence number of the last submitted command
-  pm4_variant q;
+  std::unique_ptr<pm4_ring> q;
   std::unique_ptr<emu::device_vm_view> vm;
   std::unique_ptr<emu::device_event_notifier> events;
   std::unique_ptr<emu::pm4_processor> processor;
@@ -127,15 +133,85 @@ class pm4_queue {
   }
   ~pm4_queue() { destroy(); }
 
-  // Kernel `k` over `g` work-items in workgroups of `b` with `args` as kernargs. Returns the
-  // command's sequence number (for try_wait).
+  // Kernel `k` over `g` work-items in workgroups of `b` with `args` as its parameters P...
+  // (checked against its metadata when it was looked up). Returns the command's ticket.
+  template <class... P>
+  result<pm4_ticket> try_dispatch(const kernel<P...>& k, grid g, block b,
+                                  const typename detail::kernel_param<P>::arg_type&... args) {
+    return submit(k.info(), g, b, [&](std::byte* slot) {
+      detail::put_typed_kernargs<P...>(slot, std::index_sequence_for<P...>{}, args...);
+    });
+  }
+  template <class... P>
+  pm4_ticket dispatch(const kernel<P...>& k, grid g, block b, const typename detail::kernel_param<P>::arg_type&... args) {
+    return try_dispatch(k, g, b, args...).value();
+  }
+  // An untyped kernel: the arguments' count, sizes and offsets are checked against its metadata.
   template <class... Args>
-  result<std::uint64_t> try_dispatch(const pm4_kernel& k, grid g, block b, const Args&... args) {
-    constexpr std::size_t bytes = detail::kernarg_layout_size<Args...>();
-    if (bytes > s_->opt.kernarg_bytes || k.k.kernarg_size > s_->opt.kernarg_bytes)
-      return failure(errc::invalid_argument, "kernel '" + k.k.name + "': kernargs do not fit pm4_queue_options::kernarg_bytes");
-    if (k.k.private_segment_size != 0)
-      return failure(errc::not_supported, "kernel '" + k.k.name + "' uses scratch; PM4 scratch setup is not provided yet");
+  result<pm4_ticket> try_dispatch(const untyped_kernel& k, grid g, block b, const Args&... args) {
+    if (detail::kernarg_layout_size<Args...>() > s_->opt.kernarg_bytes)
+      return failure(errc::invalid_argument, "kernel '" + k.name + "': kernargs do not fit pm4_queue_options::kernarg_bytes");
+    if (!detail::untyped_args_match<Args...>(k.args, k.kernarg_size))
+      return detail::untyped_args_mismatch<Args...>(k.name, k.args, k.kernarg_size);
+    return submit(k, g, b, [&](std::byte* slot) { detail::put_kernargs(slot, args...); });
+  }
+  template <class... Args>
+  pm4_ticket dispatch(const untyped_kernel& k, grid g, block b, const Args&... args) {
+    return try_dispatch(k, g, b, args...).value();
+  }
+
+  // Until the ticket's command has completed (its RELEASE_MEM landed). A ticket of another PM4
+  // queue is errc::invalid_argument, naming both queues.
+  [[nodiscard]] result<void> try_wait(pm4_ticket t, sync::nanoseconds timeout = sync::infinite) const {
+    if (!t.issued_by(s_.get())) return failure(errc::invalid_argument, t.mismatch(queue_id()));
+    return wait_progress(t.value(), timeout);
+  }
+  void wait(pm4_ticket t, sync::nanoseconds timeout = sync::infinite) const { try_wait(t, timeout).value(); }
+  [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const { return wait_progress(s_->submitted, timeout); }
+  void finish(sync::nanoseconds timeout = sync::infinite) const { try_finish(timeout).value(); }
+
+  // ---- state --------------------------------------------------------------------------------------
+  [[nodiscard]] std::uint64_t completed() const noexcept { return sync::atomic_load(*s_->progress, std::memory_order_acquire); }
+  [[nodiscard]] std::uint64_t submitted() const noexcept { return s_->submitted; }
+  [[nodiscard]] std::uint32_t queue_id() const noexcept { return s_->res.queue_id(); }
+  [[nodiscard]] const std::string& target_name() const noexcept { return s_->target_name; }
+  [[nodiscard]] bool sets_pm4_priv() const noexcept { return s_->q->sets_pm4_priv(); }
+  [[nodiscard]] bool emulated() const noexcept { return s_->processor != nullptr; }
+  [[nodiscard]] emu::pm4_processor* processor() const noexcept { return s_->processor.get(); }
+  [[nodiscard]] const kfd::queue_resources<detail::file_type>& resources() const noexcept { return s_->res; }
+  [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
+
+  // "PM4 queue 3 (gfx11+pm4-priv): PM4 queue (...): rptr .., wptr ..; packet at rptr: ..."
+  void describe(std::string& out) const {
+    out += "queue " + std::to_string(queue_id()) + " (" + s_->target_name + "), completed " + std::to_string(completed()) +
+           " of " + std::to_string(s_->submitted) + ": ";
+    if (s_->q) s_->q->describe(out);
+    if (s_->processor) {
+      out += "; ";
+      s_->processor->describe(out);
+    }
+  }
+
+  // Drain (bounded), stop an emulated processor, DESTROY_QUEUE, free everything.
+  void destroy() noexcept {
+    if (!s_) return;
+    if (!(s_->processor && s_->processor->has_error())) (void)try_finish(s_->opt.drain_timeout);
+    if (s_->processor) s_->processor->stop();
+    s_->q.reset();
+    s_->res.reset();
+    s_->processor.reset();
+    s_->slots.reset();
+    s_->event.reset();
+    s_.reset();
+  }
+
+ private:
+  template <class WriteKernargs>
+  result<pm4_ticket> submit(const untyped_kernel& k, grid g, block b, WriteKernargs&& write_kernargs) {
+    if (k.kernarg_size > s_->opt.kernarg_bytes)
+      return failure(errc::invalid_argument, "kernel '" + k.name + "': kernargs do not fit pm4_queue_options::kernarg_bytes");
+    if (k.private_segment_size != 0)
+      return failure(errc::not_supported, "kernel '" + k.name + "' uses scratch; PM4 scratch setup is not provided yet");
     if (g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0)
       return failure(errc::invalid_argument, "grid and block sizes must be positive");
     const std::uint64_t seq = s_->submitted + 1;
@@ -144,7 +220,7 @@ class pm4_queue {
     const std::uint64_t slot = seq & (s_->opt.slots - 1);
     auto* base = static_cast<std::byte*>(s_->slots.host()) + slot * slot_bytes();
     const std::uint64_t va = s_->slots.va().value + slot * slot_bytes();
-    detail::put_kernargs(base, args...);
+    write_kernargs(base);
     abi::kernel_dispatch_packet pkt{};
     pkt.setup = 3;
     pkt.workgroup_size_x = b.x;
@@ -153,13 +229,13 @@ class pm4_queue {
     pkt.grid_size_x = g.x;
     pkt.grid_size_y = g.y;
     pkt.grid_size_z = g.z;
-    pkt.group_segment_size = k.k.group_segment_size;
-    pkt.kernel_object = k.k.object.value;
+    pkt.group_segment_size = k.group_segment_size;
+    pkt.kernel_object = k.object.value;
     pkt.kernarg_address = va;
     std::memcpy(base + s_->opt.kernarg_bytes, &pkt, sizeof pkt);
     aqueduct::queue::pm4::dispatch_params p;
     p.kd = &k.descriptor;
-    p.kd_va = k.k.object;
+    p.kd_va = k.object;
     p.grid = {(g.x + b.x - 1) / b.x, (g.y + b.y - 1) / b.y, (g.z + b.z - 1) / b.z};
     p.block = {b.x, b.y, b.z};
     p.dispatch_ptr = gpu_va(va + s_->opt.kernarg_bytes);
@@ -174,75 +250,14 @@ class pm4_queue {
     // instead of waited on forever.
     result<std::uint64_t> r = failure(errc::queue_full);
     for (;;) {
-      r = std::visit(
-          [&](auto& q) -> result<std::uint64_t> {
-            if constexpr (std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) {
-              return failure(errc::invalid_argument, "pm4_queue not created");
-            } else {
-              return q.try_dispatch(p, c, std::chrono::milliseconds(10));
-            }
-          },
-          s_->q);
+      r = s_->q->try_dispatch(p, c, std::chrono::milliseconds(10));
       if (r || r.get_failure() != errc::queue_full) break;
       if (auto f = processor_failure()) return *f;
     }
     if (!r) return r.get_failure();
     s_->submitted = seq;
-    return seq;
+    return pm4_ticket(detail::ticket_key{}, s_.get(), queue_id(), seq);
   }
-  template <class... Args>
-  std::uint64_t dispatch(const pm4_kernel& k, grid g, block b, const Args&... args) {
-    return try_dispatch(k, g, b, args...).value();
-  }
-
-  // Until command `seq` has completed (its RELEASE_MEM landed).
-  [[nodiscard]] result<void> try_wait(std::uint64_t seq, sync::nanoseconds timeout = sync::infinite) const {
-    return wait_progress(seq, timeout);
-  }
-  void wait(std::uint64_t seq, sync::nanoseconds timeout = sync::infinite) const { try_wait(seq, timeout).value(); }
-  [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const { return wait_progress(s_->submitted, timeout); }
-  void finish(sync::nanoseconds timeout = sync::infinite) const { try_finish(timeout).value(); }
-
-  // ---- state --------------------------------------------------------------------------------------
-  [[nodiscard]] std::uint64_t completed() const noexcept { return sync::atomic_load(*s_->progress, std::memory_order_acquire); }
-  [[nodiscard]] std::uint64_t submitted() const noexcept { return s_->submitted; }
-  [[nodiscard]] std::uint32_t queue_id() const noexcept { return s_->res.queue_id(); }
-  [[nodiscard]] const std::string& target_name() const noexcept { return s_->target_name; }
-  [[nodiscard]] bool sets_pm4_priv() const noexcept { return std::holds_alternative<detail::pm4_q<arch::gfx11_priv_target>>(s_->q); }
-  [[nodiscard]] bool emulated() const noexcept { return s_->processor != nullptr; }
-  [[nodiscard]] emu::pm4_processor* processor() const noexcept { return s_->processor.get(); }
-  [[nodiscard]] const kfd::queue_resources<detail::file_type>& resources() const noexcept { return s_->res; }
-  [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
-
-  // "PM4 queue 3 (gfx11+pm4-priv): PM4 queue (...): rptr .., wptr ..; packet at rptr: ..."
-  void describe(std::string& out) const {
-    out += "queue " + std::to_string(queue_id()) + " (" + s_->target_name + "), completed " + std::to_string(completed()) +
-           " of " + std::to_string(s_->submitted) + ": ";
-    std::visit(
-        [&](const auto& q) {
-          if constexpr (!std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) q.describe(out);
-        },
-        s_->q);
-    if (s_->processor) {
-      out += "; ";
-      s_->processor->describe(out);
-    }
-  }
-
-  // Drain (bounded), stop an emulated processor, DESTROY_QUEUE, free everything.
-  void destroy() noexcept {
-    if (!s_) return;
-    if (!(s_->processor && s_->processor->has_error())) (void)try_finish(s_->opt.drain_timeout);
-    if (s_->processor) s_->processor->stop();
-    s_->q.emplace<std::monostate>();
-    s_->res.reset();
-    s_->processor.reset();
-    s_->slots.reset();
-    s_->event.reset();
-    s_.reset();
-  }
-
- private:
   [[nodiscard]] std::uint64_t slot_bytes() const noexcept { return std::uint64_t{s_->opt.kernarg_bytes} + packet_bytes; }
 
   // The emulated MEC's stop (device_hang / queue_error / device_fault), with the queue described.
@@ -271,7 +286,8 @@ class pm4_queue {
 };
 
 // Creates a PM4 queue on `gpu` (see the header comment).
-[[nodiscard]] inline result<pm4_queue> try_make_queue(const agent& gpu, pm4_t, const pm4_queue_options& o = {}) {
+// (agent::make_queue(aq::pm4, o) calls this.)
+[[nodiscard]] inline result<pm4_queue> try_create_queue(const agent& gpu, pm4_t, const pm4_queue_options& o) {
   if (o.ring_bytes < 1024 || (o.ring_bytes & (o.ring_bytes - 1)) != 0)
     return failure(errc::invalid_argument, "pm4_queue_options::ring_bytes must be a power of two >= 1024");
   if (o.slots < 2 || (o.slots & (o.slots - 1)) != 0)
@@ -304,7 +320,7 @@ class pm4_queue {
                arch::visit_family(gpu.gfx_target_version(), static_cast<std::uint32_t>(a.node->properties.simd_arrays_per_engine),
                                   [&](auto target) -> std::string {
                                     using T = decltype(target);
-                                    st->q.template emplace<detail::pm4_q<T>>(mem, db, true);
+                                    st->q = std::make_unique<detail::pm4_ring_of<T>>(mem, db);
                                     return T::name();
                                   }));
   if (emu::device* dev = a.sys->emulator) {
@@ -318,26 +334,16 @@ class pm4_queue {
     st->vm = std::make_unique<emu::device_vm_view>(*dev, a.node->gpu_id);
     st->events = std::make_unique<emu::device_event_notifier>(*dev);
     AQUEDUCT_TRY(st->processor, emu::pm4_processor::try_create(b, *st->vm, *st->events, a.sys->registry, o.emulation));
-    std::visit(
-        [&](auto& q) {
-          if constexpr (!std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) q.get_doorbell().watcher = st->processor.get();
-        },
-        st->q);
+    st->q->doorbell().watcher = st->processor.get();
   }
   return pm4_queue(std::move(st));
 }
-[[nodiscard]] inline pm4_queue make_queue(const agent& gpu, pm4_t, const pm4_queue_options& o = {}) {
-  return try_make_queue(gpu, pm4, o).value();
-}
-
 }  // namespace aqueduct::runtime
 
-// The facade's short names (runtime.hpp style): `make_queue(gpu, aq::pm4)` finds
-// runtime::make_queue by argument-dependent lookup.
+// The facade's short names (runtime.hpp style).
 namespace aqueduct {
 using runtime::pm4;
-using runtime::pm4_kernel;
 using runtime::pm4_queue;
 using runtime::pm4_queue_options;
-using runtime::try_pm4_kernel;
+using runtime::pm4_ticket;
 }  // namespace aqueduct

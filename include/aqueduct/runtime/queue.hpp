@@ -31,7 +31,9 @@
 #include <aqueduct/runtime/detail/progress_wait.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/runtime/kernel.hpp>
+#include <aqueduct/runtime/kernel_args.hpp>
 #include <aqueduct/runtime/memory.hpp>
+#include <aqueduct/runtime/queue_kind.hpp>
 #include <aqueduct/runtime/signal.hpp>
 #include <aqueduct/sync/atomics.hpp>
 #include <aqueduct/sync/wait.hpp>
@@ -63,9 +65,9 @@ struct dispatch_options {
   bool barrier = false;                        // wait for every earlier packet to complete
   aqueduct::queue::fences scopes = aqueduct::queue::fences::system();
   std::uint32_t dynamic_lds_bytes = 0;
-  // An extra signal decremented at completion (0 = only the queue's own progress signal).
+  // An extra signal decremented at completion (none = only the queue's own progress signal).
   // The queue's progress signal is then not used for this packet's wake-up.
-  std::uint64_t completion_signal = 0;
+  sync::signal_ref completion_signal{};
 };
 
 // The doorbell of a runtime queue: the 64-bit word kfd/ located in the doorbell page; on the
@@ -81,54 +83,6 @@ struct queue_doorbell {
 static_assert(aqueduct::queue::doorbell<queue_doorbell>);
 
 namespace detail {
-
-// A kernel argument's bytes: buffers become their GPU address, everything else is copied.
-template <class T>
-struct kernarg_value {
-  static_assert(std::is_trivially_copyable_v<T>, "kernel arguments must be trivially copyable");
-  using type = T;
-  static const T& get(const T& v) noexcept { return v; }
-};
-template <class T>
-struct kernarg_value<buffer<T>> {
-  using type = std::uint64_t;
-  static std::uint64_t get(const buffer<T>& b) noexcept { return b.address(); }
-};
-template <class T>
-struct kernarg_value<buffer_ref<T>> {
-  using type = std::uint64_t;
-  static std::uint64_t get(const buffer_ref<T>& b) noexcept { return b.address(); }
-};
-
-// Size of the arguments laid out like a C struct (each at its natural alignment, in order), as
-// the AMDGPU ABI lays out explicit kernel arguments.
-template <class... A>
-constexpr std::size_t kernarg_layout_size() noexcept {
-  std::size_t off = 0;
-  ((off = (off + alignof(typename kernarg_value<A>::type) - 1) / alignof(typename kernarg_value<A>::type) *
-              alignof(typename kernarg_value<A>::type) +
-          sizeof(typename kernarg_value<A>::type)),
-   ...);
-  return off;
-}
-template <class T>
-void put_kernarg(std::byte* dst, std::size_t& off, const T& v) noexcept {
-  using V = typename kernarg_value<T>::type;
-  off = (off + alignof(V) - 1) / alignof(V) * alignof(V);
-  const V& value = kernarg_value<T>::get(v);
-  std::memcpy(dst + off, &value, sizeof(V));
-  off += sizeof(V);
-}
-// All of a dispatch's arguments, in order, from the start of its kernarg slot (none: nothing).
-template <class... A>
-void put_kernargs(std::byte* dst, const A&... args) noexcept {
-  if constexpr (sizeof...(A) > 0) {
-    std::size_t off = 0;
-    (put_kernarg(dst, off, args), ...);
-  } else {
-    (void)dst;
-  }
-}
 
 struct queue_state {
   agent_state* agent = nullptr;
@@ -166,59 +120,80 @@ class queue {
   ~queue() { destroy(); }
 
   // ---- dispatch ---------------------------------------------------------------------------------
-  // Kernel `k` over `g` work-items in workgroups of `b`, with `args` laid out as its kernargs.
-  // Returns the packet index (for try_wait).
+  // Kernel `k` over `g` work-items in workgroups of `b`, with `args` as its parameters P...
+  // (runtime/kernel_args.hpp: the types were checked against the kernel's metadata when it was
+  // looked up; each argument goes to its compile-time offset). Returns the packet's ticket.
+  template <class... P>
+  result<aql_ticket> try_dispatch(const kernel<P...>& k, grid g, block b,
+                                  const typename detail::kernel_param<P>::arg_type&... args) {
+    return try_dispatch_with(dispatch_options{}, k, g, b, args...);
+  }
+  template <class... P>
+  aql_ticket dispatch(const kernel<P...>& k, grid g, block b, const typename detail::kernel_param<P>::arg_type&... args) {
+    return try_dispatch_with(dispatch_options{}, k, g, b, args...).value();
+  }
+  template <class... P>
+  result<aql_ticket> try_dispatch_with(const dispatch_options& o, const kernel<P...>& k, grid g, block b,
+                                       const typename detail::kernel_param<P>::arg_type&... args) {
+    const untyped_kernel& info = k.info();
+    if (AQUEDUCT_UNLIKELY(info.kernarg_size > s_->opt.kernarg_bytes)) return kernarg_too_large(info, info.kernarg_size);
+    return submit(o, info, g, b, [&](std::byte* slot) {
+      detail::put_typed_kernargs<P...>(slot, std::index_sequence_for<P...>{}, args...);
+    });
+  }
+  // An untyped kernel: the arguments' count, sizes and offsets are checked against its metadata
+  // (detail::untyped_args_match) on every dispatch.
   template <class... Args>
-  result<std::uint64_t> try_dispatch(const kernel& k, grid g, block b, const Args&... args) {
+  result<aql_ticket> try_dispatch(const untyped_kernel& k, grid g, block b, const Args&... args) {
     return try_dispatch_with(dispatch_options{}, k, g, b, args...);
   }
   template <class... Args>
-  std::uint64_t dispatch(const kernel& k, grid g, block b, const Args&... args) {
+  aql_ticket dispatch(const untyped_kernel& k, grid g, block b, const Args&... args) {
     return try_dispatch(k, g, b, args...).value();
   }
   template <class... Args>
-  result<std::uint64_t> try_dispatch_with(const dispatch_options& o, const kernel& k, grid g, block b,
-                                          const Args&... args) {
+  result<aql_ticket> try_dispatch_with(const dispatch_options& o, const untyped_kernel& k, grid g, block b,
+                                       const Args&... args) {
     constexpr std::size_t bytes = detail::kernarg_layout_size<Args...>();
     if (AQUEDUCT_UNLIKELY(bytes > s_->opt.kernarg_bytes || k.kernarg_size > s_->opt.kernarg_bytes))
       return kernarg_too_large(k, bytes);
-    if (AQUEDUCT_UNLIKELY(k.kernarg_size != 0 && bytes > k.kernarg_size)) return kernarg_mismatch(k, bytes);
-    if (AQUEDUCT_UNLIKELY(looks_full()) && o.timeout > sync::nanoseconds::zero()) wait_for_room(o.timeout);
-    AQUEDUCT_TRY(auto r, s_->aql->try_reserve(1, o.timeout));
-    const std::uint64_t index = r.index(0);
-    detail::put_kernargs(kernarg_slot(index), args...);
-    r.write(0, packet_for(o, k, g, b, index));
-    r.publish();
-    return index;
+    if (AQUEDUCT_UNLIKELY(!detail::untyped_args_match<Args...>(k.args, k.kernarg_size)))
+      return detail::untyped_args_mismatch<Args...>(k.name, k.args, k.kernarg_size);
+    return submit(o, k, g, b, [&](std::byte* slot) { detail::put_kernargs(slot, args...); });
   }
 
-  // Barrier-AND: completes when every dependency (up to 5 signal handles) is 0. With `barrier`
-  // it also waits for every earlier packet of this queue.
-  result<std::uint64_t> try_barrier_and(std::span<const std::uint64_t> deps, bool barrier = true,
-                                        sync::nanoseconds timeout = sync::infinite) {
+  // Barrier-AND: completes when every dependency (up to 5 signals) is 0. With `barrier` it also
+  // waits for every earlier packet of this queue.
+  result<aql_ticket> try_barrier_and(std::span<const sync::signal_ref> deps, bool barrier = true,
+                                     sync::nanoseconds timeout = sync::infinite) {
     AQUEDUCT_ASSERT(deps.size() <= 5, "an AQL barrier packet holds at most 5 dependency signals");
     aqueduct::queue::barrier_and p;
-    for (std::size_t i = 0; i < deps.size(); ++i) p.deps[i] = deps[i];
+    for (std::size_t i = 0; i < deps.size(); ++i) p.deps[i] = deps[i].handle();
     p.barrier = barrier;
     p.completion_signal = progress_handle();
     if (AQUEDUCT_UNLIKELY(looks_full()) && timeout > sync::nanoseconds::zero()) wait_for_room(timeout);
-    return s_->aql->try_submit(aqueduct::queue::make_packet(p), timeout);
+    AQUEDUCT_TRY(const std::uint64_t index, s_->aql->try_submit(aqueduct::queue::make_packet(p), timeout));
+    return ticket_for(index);
   }
 
   // ---- waits --------------------------------------------------------------------------------------
-  // Until packet `index` has retired (its completion is visible to the host). errc::timeout with
-  // the queue decoded; on the emulator errc::queue_error / device_fault when the processor stopped.
-  [[nodiscard]] result<void> try_wait(std::uint64_t index, sync::nanoseconds timeout = sync::infinite) const {
-    return wait_until(index + 1, timeout);
+  // Until the ticket's packet has retired (its completion is visible to the host). A ticket of
+  // another queue is errc::invalid_argument (naming both queues); errc::timeout with the queue
+  // decoded; on the emulator errc::queue_error / device_fault when the processor stopped.
+  [[nodiscard]] result<void> try_wait(aql_ticket t, sync::nanoseconds timeout = sync::infinite) const {
+    if (AQUEDUCT_UNLIKELY(!t.issued_by(s_.get()))) return failure(errc::invalid_argument, t.mismatch(queue_id()));
+    return wait_until(t.value() + 1, timeout);
   }
-  void wait(std::uint64_t index, sync::nanoseconds timeout = sync::infinite) const {
-    try_wait(index, timeout).value();
-  }
+  void wait(aql_ticket t, sync::nanoseconds timeout = sync::infinite) const { try_wait(t, timeout).value(); }
   // Until every packet reserved so far has retired.
   [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const {
     return wait_until(s_->aql->write_index(), timeout);
   }
   void finish(sync::nanoseconds timeout = sync::infinite) const { try_finish(timeout).value(); }
+  // The ticket of packet `index` of this queue (e.g. of a packet written through aql()).
+  [[nodiscard]] aql_ticket ticket_for(std::uint64_t index) const noexcept {
+    return aql_ticket(detail::ticket_key{}, s_.get(), queue_id(), index);
+  }
 
   // ---- state ----------------------------------------------------------------------------------------
   [[nodiscard]] std::uint32_t size() const noexcept { return s_->aql->size(); }
@@ -262,7 +237,17 @@ class queue {
   [[nodiscard]] std::uint64_t kernarg_va(std::uint64_t index) const noexcept {
     return s_->kernargs.va().value + (index & (s_->aql->size() - 1)) * s_->opt.kernarg_bytes;
   }
-  [[nodiscard]] abi::kernel_dispatch_packet packet_for(const dispatch_options& o, const kernel& k, grid g, block b,
+  template <class Write>
+  result<aql_ticket> submit(const dispatch_options& o, const untyped_kernel& k, grid g, block b, Write&& write_kernargs) {
+    if (AQUEDUCT_UNLIKELY(looks_full()) && o.timeout > sync::nanoseconds::zero()) wait_for_room(o.timeout);
+    AQUEDUCT_TRY(auto r, s_->aql->try_reserve(1, o.timeout));
+    const std::uint64_t index = r.index(0);
+    write_kernargs(kernarg_slot(index));
+    r.write(0, packet_for(o, k, g, b, index));
+    r.publish();
+    return ticket_for(index);
+  }
+  [[nodiscard]] abi::kernel_dispatch_packet packet_for(const dispatch_options& o, const untyped_kernel& k, grid g, block b,
                                                        std::uint64_t index) const noexcept {
     aqueduct::queue::kernel_dispatch d;
     d.kernel_object = k.object;
@@ -270,7 +255,7 @@ class queue {
     d.grid = {g.x, g.y, g.z};
     d.workgroup = {b.x, b.y, b.z};
     d.segments = {k.group_segment_size + o.dynamic_lds_bytes, k.private_segment_size};
-    d.completion_signal = o.completion_signal ? o.completion_signal : progress_handle();
+    d.completion_signal = o.completion_signal ? o.completion_signal.handle() : progress_handle();
     d.barrier = o.barrier;
     d.scopes = o.scopes;
     return aqueduct::queue::make_packet(d);
@@ -316,16 +301,11 @@ class queue {
     describe(d);
     return failure(errc::timeout, std::move(d));
   }
-  AQUEDUCT_NOINLINE failure kernarg_too_large(const kernel& k, std::size_t bytes) const {
+  AQUEDUCT_NOINLINE failure kernarg_too_large(const untyped_kernel& k, std::size_t bytes) const {
     return failure(errc::invalid_argument, "kernel '" + k.name + "': " + std::to_string(std::max<std::size_t>(bytes, k.kernarg_size)) +
                                                " kernarg bytes do not fit the queue's " +
                                                std::to_string(s_->opt.kernarg_bytes) + "-byte kernarg slots (queue_options::kernarg_bytes)");
   }
-  AQUEDUCT_NOINLINE failure kernarg_mismatch(const kernel& k, std::size_t bytes) const {
-    return failure(errc::invalid_argument, "kernel '" + k.name + "' takes " + std::to_string(k.kernarg_size) +
-                                               " kernarg bytes, the arguments given lay out as " + std::to_string(bytes));
-  }
-
   std::unique_ptr<detail::queue_state> s_;
 };
 

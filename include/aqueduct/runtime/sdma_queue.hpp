@@ -1,7 +1,7 @@
 // aqueduct/runtime/sdma_queue.hpp — `sdma_queue`: a KFD SDMA queue of one agent, typed by its
 // SDMA engine version, with completion waits; on the emulator an emu::sdma_engine runs it.
 //
-// Layer: runtime. Made by `try_make_sdma_queue(agent, options)`, which creates, exactly as on
+// Layer: runtime. Made by `gpu.make_queue(aq::sdma, options)`, which creates, exactly as on
 // /dev/kfd: the ring and the pointer page (kfd::queue_resources, queue_kind::sdma or
 // sdma_by_engine; read pointer at byte 0, write pointer at byte 64 of the page, both 64-bit byte
 // counts, spec/kfd.md §2.7) and one KFD signal event. The engine version is fixed once, from the
@@ -33,6 +33,7 @@
 #include <aqueduct/runtime/agent.hpp>
 #include <aqueduct/runtime/detail/progress_wait.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
+#include <aqueduct/runtime/queue_kind.hpp>
 #include <aqueduct/sync/atomics.hpp>
 #include <aqueduct/sync/signal.hpp>
 #include <aqueduct/sync/wait.hpp>
@@ -44,7 +45,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <variant>
 
 namespace aqueduct::runtime {
 
@@ -72,9 +72,51 @@ static_assert(aqueduct::queue::doorbell<sdma_doorbell>);
 namespace detail {
 template <abi::sdma::engine E>
 using sdma_q = aqueduct::queue::sdma_queue<E, sdma_doorbell>;
-using any_sdma_q = std::variant<std::monostate, sdma_q<abi::sdma::engine::v4_0>, sdma_q<abi::sdma::engine::v5_0>,
-                                sdma_q<abi::sdma::engine::v5_2>, sdma_q<abi::sdma::engine::v6_0>,
-                                sdma_q<abi::sdma::engine::v7_0>>;
+
+// The SDMA ring of the agent's engine version, chosen once when the queue is made (DESIGN.md
+// §3): its functions are a table filled at creation, so no submission branches on the engine.
+class sdma_ring {
+ public:
+  virtual ~sdma_ring() = default;
+  virtual result<void> try_copy(gpu_va dst, gpu_va src, std::uint64_t bytes, sync::nanoseconds timeout, bool publish) = 0;
+  virtual result<void> try_fill(gpu_va dst, std::uint32_t value, std::uint64_t bytes, sync::nanoseconds timeout, bool publish) = 0;
+  virtual result<void> try_wait(gpu_va addr, std::uint32_t reference, std::uint32_t mask, abi::sdma::poll_regmem::function f,
+                                sync::nanoseconds timeout, bool publish) = 0;
+  virtual result<void> try_timestamp(gpu_va addr, sync::nanoseconds timeout, bool publish) = 0;
+  virtual result<void> try_fence64(gpu_va addr, std::uint64_t value, sync::nanoseconds timeout, bool publish) = 0;
+  virtual result<void> try_signal_event(gpu_va mailbox, std::uint32_t event_id, sync::nanoseconds timeout, bool publish) = 0;
+  virtual void describe(std::string& out) const = 0;
+  [[nodiscard]] virtual sdma_doorbell& doorbell() noexcept = 0;
+};
+template <abi::sdma::engine E>
+class sdma_ring_of final : public sdma_ring {
+ public:
+  sdma_ring_of(const aqueduct::queue::sdma_queue_memory& mem, const sdma_doorbell& db) noexcept : q_(mem, db, true) {}
+  result<void> try_copy(gpu_va dst, gpu_va src, std::uint64_t bytes, sync::nanoseconds timeout, bool publish) override {
+    return q_.try_copy(dst, src, bytes, timeout, publish);
+  }
+  result<void> try_fill(gpu_va dst, std::uint32_t value, std::uint64_t bytes, sync::nanoseconds timeout, bool publish) override {
+    return q_.try_fill(dst, value, bytes, timeout, publish);
+  }
+  result<void> try_wait(gpu_va addr, std::uint32_t reference, std::uint32_t mask, abi::sdma::poll_regmem::function f,
+                        sync::nanoseconds timeout, bool publish) override {
+    return q_.try_wait(addr, reference, mask, f, timeout, publish);
+  }
+  result<void> try_timestamp(gpu_va addr, sync::nanoseconds timeout, bool publish) override {
+    return q_.try_timestamp(addr, timeout, publish);
+  }
+  result<void> try_fence64(gpu_va addr, std::uint64_t value, sync::nanoseconds timeout, bool publish) override {
+    return q_.try_fence64(addr, value, timeout, publish);
+  }
+  result<void> try_signal_event(gpu_va mailbox, std::uint32_t event_id, sync::nanoseconds timeout, bool publish) override {
+    return q_.try_signal_event(mailbox, event_id, timeout, publish);
+  }
+  void describe(std::string& out) const override { q_.describe(out); }
+  [[nodiscard]] sdma_doorbell& doorbell() noexcept override { return q_.get_doorbell(); }
+
+ private:
+  sdma_q<E> q_;
+};
 
 struct sdma_queue_state {
   agent_state* agent = nullptr;
@@ -85,7 +127,7 @@ struct sdma_queue_state {
   std::uint64_t* progress = nullptr;  // in the pointer page
   gpu_va progress_va{};
   std::uint64_t submitted = 0;  // last sequence number submitted
-  any_sdma_q q;
+  std::unique_ptr<sdma_ring> q;
   emu::sdma_engine* engine_model = nullptr;  // emulator: the engine running this queue (the link's)
   std::mutex mu;
 };
@@ -119,27 +161,27 @@ class sdma_queue {
 
   // ---- work (each returns the sequence number to wait for) -----------------------------------
   // dst and src must be mapped to this queue's GPU (for a peer, map its buffer here too).
-  result<std::uint64_t> try_copy(gpu_va dst, gpu_va src, std::uint64_t bytes, sync::nanoseconds timeout = sync::infinite) {
+  result<sdma_ticket> try_copy(gpu_va dst, gpu_va src, std::uint64_t bytes, sync::nanoseconds timeout = sync::infinite) {
     return submit(timeout, [&](auto& q) { return q.try_copy(dst, src, bytes, timeout, false); });
   }
   // A dword fill (dst, bytes multiples of 4).
-  result<std::uint64_t> try_fill(gpu_va dst, std::uint32_t value, std::uint64_t bytes, sync::nanoseconds timeout = sync::infinite) {
+  result<sdma_ticket> try_fill(gpu_va dst, std::uint32_t value, std::uint64_t bytes, sync::nanoseconds timeout = sync::infinite) {
     if (!dst.aligned(4) || bytes % 4) return failure(errc::invalid_argument, "SDMA fill: address and length must be dword multiples");
     return submit(timeout, [&](auto& q) { return q.try_fill(dst, value, bytes, timeout, false); });
   }
   // Later work waits until the 32-bit word at `addr` is >= `value` (POLL_REGMEM).
-  result<std::uint64_t> try_wait_memory(gpu_va addr, std::uint32_t value, sync::nanoseconds timeout = sync::infinite) {
+  result<sdma_ticket> try_wait_memory(gpu_va addr, std::uint32_t value, sync::nanoseconds timeout = sync::infinite) {
     return submit(timeout, [&](auto& q) {
       return q.try_wait(addr, value, 0xFFFFFFFFu, abi::sdma::poll_regmem::function::greater_equal, timeout, false);
     });
   }
   // The GPU timestamp (8-byte aligned address).
-  result<std::uint64_t> try_timestamp(gpu_va addr, sync::nanoseconds timeout = sync::infinite) {
+  result<sdma_ticket> try_timestamp(gpu_va addr, sync::nanoseconds timeout = sync::infinite) {
     return submit(timeout, [&](auto& q) { return q.try_timestamp(addr, timeout, false); });
   }
   // After the work before it: set an amd_signal's 64-bit value (two FENCEs, low dword first), then,
   // if the signal names a KFD event, FENCE its mailbox and TRAP so host waiters wake (§3.4).
-  result<std::uint64_t> try_signal(sync::signal_ref sig, std::int64_t value, sync::nanoseconds timeout = sync::infinite) {
+  result<sdma_ticket> try_signal(sync::signal_ref sig, std::int64_t value, sync::nanoseconds timeout = sync::infinite) {
     const abi::amd_signal& s = *sig.get();
     const gpu_va value_va(sig.handle() + offsetof(abi::amd_signal, value));
     const std::uint64_t mailbox = s.event_mailbox_ptr;
@@ -152,7 +194,7 @@ class sdma_queue {
   }
   // Later work waits until the signal's value compares `func` against `value` (POLL_REGMEM on the
   // value's low dword: meaningful for values below 2^32, e.g. completion counts reaching 0).
-  result<std::uint64_t> try_wait_signal(sync::signal_ref sig, std::uint32_t value,
+  result<sdma_ticket> try_wait_signal(sync::signal_ref sig, std::uint32_t value,
                                         abi::sdma::poll_regmem::function func = abi::sdma::poll_regmem::function::equal,
                                         sync::nanoseconds timeout = sync::infinite) {
     const gpu_va value_va(sig.handle() + offsetof(abi::amd_signal, value));
@@ -162,10 +204,16 @@ class sdma_queue {
   // ---- waits --------------------------------------------------------------------------------------
   [[nodiscard]] std::uint64_t completed() const noexcept { return sync::atomic_load(*s_->progress, std::memory_order_acquire); }
   // Until work `seq` completed; errc::device_fault / queue_error when the engine stopped, timeout.
-  [[nodiscard]] result<void> try_wait(std::uint64_t seq, sync::nanoseconds timeout = sync::infinite) const;
-  [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const {
-    return try_wait(s_->submitted, timeout);
+  // A ticket of another SDMA queue is errc::invalid_argument, naming both queues.
+  [[nodiscard]] result<void> try_wait(sdma_ticket t, sync::nanoseconds timeout = sync::infinite) const {
+    if (!t.issued_by(s_.get())) return failure(errc::invalid_argument, t.mismatch(queue_id()));
+    return wait_progress(t.value(), timeout);
   }
+  void wait(sdma_ticket t, sync::nanoseconds timeout = sync::infinite) const { try_wait(t, timeout).value(); }
+  [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const {
+    return wait_progress(s_->submitted, timeout);
+  }
+  void finish(sync::nanoseconds timeout = sync::infinite) const { try_finish(timeout).value(); }
 
   // ---- state --------------------------------------------------------------------------------------
   [[nodiscard]] abi::sdma::engine engine() const noexcept { return s_->engine; }
@@ -182,9 +230,7 @@ class sdma_queue {
   }
   void describe(std::string& out) const {
     out += "SDMA queue " + std::to_string(queue_id()) + " on gpu_id " + std::to_string(gpu_id()) + ": ";
-    std::visit([&](const auto& q) {
-      if constexpr (!std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) q.describe(out);
-    }, s_->q);
+    if (s_->q) s_->q->describe(out);
     out += "; completed " + std::to_string(completed()) + " of " + std::to_string(s_->submitted);
     if (auto e = s_->engine_model ? s_->engine_model->error() : std::nullopt) out += "; engine: " + e->detail;
   }
@@ -194,38 +240,32 @@ class sdma_queue {
     if (!s_) return;
     if (!fault()) (void)try_finish(s_->opt.drain_timeout);
     s_->engine_model = nullptr;  // the engine stops inside DESTROY_QUEUE (the device's hook)
-    s_->q.emplace<std::monostate>();
+    s_->q.reset();
     s_->res.reset();
     s_->event.reset();
     s_.reset();
   }
 
  private:
+  [[nodiscard]] result<void> wait_progress(std::uint64_t seq, sync::nanoseconds timeout) const;
+
   template <class F>
-  result<std::uint64_t> submit(sync::nanoseconds timeout, F&& body) {
+  result<sdma_ticket> submit(sync::nanoseconds timeout, F&& body) {
     std::lock_guard lock(s_->mu);
     if (auto f = fault()) return *f;
     const std::uint64_t seq = s_->submitted + 1;
-    result<void> r = std::visit(
-        [&](auto& q) -> result<void> {
-          if constexpr (std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) {
-            return failure(errc::invalid_argument, "SDMA queue destroyed");
-          } else {
-            AQUEDUCT_TRY_VOID(body(q));
-            AQUEDUCT_TRY_VOID(q.try_fence64(s_->progress_va, seq, timeout, false));
-            return q.try_signal_event(s_->event.mailbox_va(), s_->event.id(), timeout, true);
-          }
-        },
-        s_->q);
-    if (!r) return std::move(r).get_failure();
+    detail::sdma_ring& q = *s_->q;
+    AQUEDUCT_TRY_VOID(body(q));
+    AQUEDUCT_TRY_VOID(q.try_fence64(s_->progress_va, seq, timeout, false));
+    AQUEDUCT_TRY_VOID(q.try_signal_event(s_->event.mailbox_va(), s_->event.id(), timeout, true));
     s_->submitted = seq;
-    return seq;
+    return sdma_ticket(detail::ticket_key{}, s_.get(), queue_id(), seq);
   }
 
   std::unique_ptr<detail::sdma_queue_state> s_;
 };
 
-inline result<void> sdma_queue::try_wait(std::uint64_t seq, sync::nanoseconds timeout) const {
+inline result<void> sdma_queue::wait_progress(std::uint64_t seq, sync::nanoseconds timeout) const {
   return detail::wait_for_progress(
       detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout,
       [&] { return completed() >= seq; },
@@ -247,7 +287,8 @@ inline result<void> sdma_queue::try_wait(std::uint64_t seq, sync::nanoseconds ti
 }
 
 // Creates an SDMA queue on `gpu` (see the header comment).
-[[nodiscard]] inline result<sdma_queue> try_make_sdma_queue(const agent& gpu, const sdma_queue_options& o = {}) {
+// (agent::make_queue(aq::sdma, o) calls this.)
+[[nodiscard]] inline result<sdma_queue> try_create_queue(const agent& gpu, sdma_t, const sdma_queue_options& o) {
   if (o.ring_bytes < 1024 || (o.ring_bytes & (o.ring_bytes - 1)) != 0)
     return failure(errc::invalid_argument, "sdma_queue_options::ring_bytes must be a power of two >= 1024");
   detail::agent_state& a = gpu.state();
@@ -286,12 +327,13 @@ inline result<void> sdma_queue::try_wait(std::uint64_t seq, sync::nanoseconds ti
                                                reinterpret_cast<std::uint64_t*>(page + sdma_queue::wptr_offset)};
   const sdma_doorbell db{static_cast<std::uint64_t*>(st->res.doorbell()), nullptr};
   switch (st->engine) {
-    case abi::sdma::engine::v4_0: st->q.emplace<detail::sdma_q<abi::sdma::engine::v4_0>>(mem, db, true); break;
-    case abi::sdma::engine::v5_0: st->q.emplace<detail::sdma_q<abi::sdma::engine::v5_0>>(mem, db, true); break;
-    case abi::sdma::engine::v5_2: st->q.emplace<detail::sdma_q<abi::sdma::engine::v5_2>>(mem, db, true); break;
-    case abi::sdma::engine::v6_0: st->q.emplace<detail::sdma_q<abi::sdma::engine::v6_0>>(mem, db, true); break;
-    case abi::sdma::engine::v7_0: st->q.emplace<detail::sdma_q<abi::sdma::engine::v7_0>>(mem, db, true); break;
+    case abi::sdma::engine::v4_0: st->q = std::make_unique<detail::sdma_ring_of<abi::sdma::engine::v4_0>>(mem, db); break;
+    case abi::sdma::engine::v5_0: st->q = std::make_unique<detail::sdma_ring_of<abi::sdma::engine::v5_0>>(mem, db); break;
+    case abi::sdma::engine::v5_2: st->q = std::make_unique<detail::sdma_ring_of<abi::sdma::engine::v5_2>>(mem, db); break;
+    case abi::sdma::engine::v6_0: st->q = std::make_unique<detail::sdma_ring_of<abi::sdma::engine::v6_0>>(mem, db); break;
+    case abi::sdma::engine::v7_0: st->q = std::make_unique<detail::sdma_ring_of<abi::sdma::engine::v7_0>>(mem, db); break;
   }
+  if (!st->q) return failure(errc::not_supported, "unknown SDMA engine version");
   if (a.sys->emulator) {
     if (!a.sys->link) return failure(errc::not_supported, "emulated device without an emulator_link: no SDMA engine");
     st->engine_model = a.sys->link->sdma().find(st->res.queue_id());
@@ -300,15 +342,7 @@ inline result<void> sdma_queue::try_wait(std::uint64_t seq, sync::nanoseconds ti
       return failure(errc::not_found, "no emulated SDMA engine runs queue " + std::to_string(st->res.queue_id()));
     }
   }
-  if (st->engine_model) {
-    std::visit([&](auto& q) {
-      if constexpr (!std::is_same_v<std::decay_t<decltype(q)>, std::monostate>) q.get_doorbell().watcher = st->engine_model;
-    }, st->q);
-  }
+  if (st->engine_model) st->q->doorbell().watcher = st->engine_model;
   return sdma_queue(std::move(st));
 }
-[[nodiscard]] inline sdma_queue make_sdma_queue(const agent& gpu, const sdma_queue_options& o = {}) {
-  return try_make_sdma_queue(gpu, o).value();
-}
-
 }  // namespace aqueduct::runtime
