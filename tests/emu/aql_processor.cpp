@@ -1,6 +1,7 @@
 // emu/aql_processor.hpp: hand-written AQL packets in a ring allocated here (no queue/ layer).
 // Expected values come from the HSA/AMD packet semantics (spec/packets.md §5) and from plain
 // loops over the inputs, never from the processor.
+#include "emu_ports.hpp"
 #include <aqueduct/config.hpp>
 #include <aqueduct/emu/aql_processor.hpp>
 
@@ -26,46 +27,10 @@ namespace emu = aqueduct::emu;
 namespace arch = aqueduct::arch;
 using namespace std::chrono_literals;
 
+using aq_test::test_events;
+using aq_test::test_vm;
+
 namespace {
-
-// GPU VA == host address, as on the emulated device; a range is mapped once registered.
-class test_vm final : public emu::vm_access {
- public:
-  void map(const void* p, std::size_t n) {
-    std::lock_guard l(mu_);
-    ranges_.push_back({reinterpret_cast<std::uintptr_t>(p), n});
-  }
-  void unmap_all() {
-    std::lock_guard l(mu_);
-    ranges_.clear();
-  }
-  bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
-    std::lock_guard l(mu_);
-    for (auto [b, n] : ranges_)
-      if (va >= b && va + len <= b + n && va + len >= va) return true;
-    return false;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::pair<std::uintptr_t, std::size_t>> ranges_;
-};
-
-class test_events final : public emu::event_notifier {
- public:
-  void signal_event(std::uint32_t id) noexcept override {
-    std::lock_guard l(mu_);
-    ids.push_back(id);
-  }
-  std::vector<std::uint32_t> snapshot() {
-    std::lock_guard l(mu_);
-    return ids;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::uint32_t> ids;
-};
 
 struct aligned_deleter {
   void operator()(void* p) const noexcept { std::free(p); }
@@ -250,7 +215,7 @@ TEST_CASE("kernel dispatch of a host kernel: every element, signal, mailbox, eve
   CHECK(v.c[0] == 3.0f);
   CHECK(v.c[999] == 999.0f + 0.5f * 999.0f + 3.0f);
   CHECK(std::atomic_ref<std::uint64_t>(mailbox[0]).load() == 42);
-  CHECK(f.events.snapshot() == std::vector<std::uint32_t>{42});
+  CHECK(f.events.ids() == std::vector<std::uint32_t>{42});
   CHECK(f.read_index() == 1);
   std::uint16_t h;
   std::memcpy(&h, f.ring[0].bytes, 2);

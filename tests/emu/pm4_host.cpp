@@ -3,7 +3,7 @@
 // case: a pre-6.12 kernel accepts a CWSR area one page short of the node's cwsr_size (spec/kfd.md
 // §1.6), and the first preemption that needs the whole area is detected and reported as a hang;
 // a 6.12+ kernel refuses the same queue with EINVAL (spec/kfd.md §2.5).
-#include "../kfd/counting_device.hpp"
+#include "counting_device.hpp"
 #include "pm4_rig.hpp"
 
 #include <aqueduct/emu/device.hpp>

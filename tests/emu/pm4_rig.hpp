@@ -4,6 +4,7 @@
 // Node figures are the spec's (spec/kfd.md §1.5 table, spec/packets.md §2).
 #pragma once
 
+#include "emu_ports.hpp"
 #include <aqueduct/emu/cwsr.hpp>
 #include <aqueduct/emu/pm4_processor.hpp>
 #include <aqueduct/queue/pm4_queue.hpp>
@@ -21,45 +22,14 @@
 
 namespace pm4test {
 
+using aq_test::test_events;
+using aq_test::test_vm;
+
 namespace aq = aqueduct;
 namespace abi = aqueduct::abi;
 namespace emu = aqueduct::emu;
 namespace arch = aqueduct::arch;
 namespace qpm4 = aqueduct::queue::pm4;
-
-class test_vm final : public emu::vm_access {
- public:
-  void map(const void* p, std::size_t n) {
-    std::lock_guard l(mu_);
-    ranges_.push_back({reinterpret_cast<std::uintptr_t>(p), n});
-  }
-  bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
-    std::lock_guard l(mu_);
-    for (auto [b, n] : ranges_)
-      if (va >= b && va + len <= b + n && va + len >= va) return true;
-    return false;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::pair<std::uintptr_t, std::size_t>> ranges_;
-};
-
-class test_events final : public emu::event_notifier {
- public:
-  void signal_event(std::uint32_t id) noexcept override {
-    std::lock_guard l(mu_);
-    ids_.push_back(id);
-  }
-  std::vector<std::uint32_t> ids() {
-    std::lock_guard l(mu_);
-    return ids_;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::uint32_t> ids_;
-};
 
 struct aligned_deleter {
   void operator()(void* p) const noexcept { std::free(p); }

@@ -4,6 +4,7 @@
 // same inputs (a host reference), packet limits and dwords from spec/packets.md §3 (0x3FFF00 =
 // Mesa's SDMA 2.0/4.x/5.0 COPY_LINEAR maximum, 0x3FFFFF00 the 5.2+ one; COPY_LINEAR's count
 // field is 22 bits on v4/v5.0), the fault address from the test's own mapping layout.
+#include "emu_ports.hpp"
 #include <aqueduct/config.hpp>
 #include <aqueduct/emu/sdma_engine.hpp>
 #include <aqueduct/queue/sdma_queue.hpp>
@@ -30,45 +31,12 @@ using aqueduct::gpu_va;
 using abi::sdma::engine;
 using namespace std::chrono_literals;
 
+using aq_test::test_events;
+using aq_test::test_vm;
+
 namespace {
 
-// GPU VA == host address; a range is mapped once registered (one range must hold an access).
-class test_vm final : public emu::vm_access {
- public:
-  void map(const void* p, std::size_t n) {
-    std::lock_guard l(mu_);
-    ranges_.push_back({reinterpret_cast<std::uintptr_t>(p), n});
-  }
-  bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
-    std::lock_guard l(mu_);
-    for (auto [b, n] : ranges_)
-      if (va >= b && va + len <= b + n && va + len >= va) return true;
-    return false;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::pair<std::uintptr_t, std::size_t>> ranges_;
-};
-
 constexpr std::uint64_t fixed_timestamp = 0x0123456789ABCDEFull;
-
-class test_events final : public emu::event_notifier {
- public:
-  void signal_event(std::uint32_t id) noexcept override {
-    std::lock_guard l(mu_);
-    ids_.push_back(id);
-  }
-  std::uint64_t timestamp() const noexcept override { return fixed_timestamp; }
-  std::vector<std::uint32_t> ids() {
-    std::lock_guard l(mu_);
-    return ids_;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::uint32_t> ids_;
-};
 
 // Page-aligned, zeroed, NORESERVE memory that is freed on scope exit.
 struct region {
@@ -128,7 +96,7 @@ struct rig {
   }
   region ring, ptrs;
   test_vm vm;
-  test_events events;
+  test_events events{fixed_timestamp};
   std::unique_ptr<q::sdma_queue<E, notifying_doorbell>> queue;
   std::unique_ptr<emu::sdma_engine> eng;
   std::uint32_t seq = 0;

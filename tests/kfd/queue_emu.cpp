@@ -386,7 +386,7 @@ TEST_CASE("two GPUs: ACQUIRE_VM for all, a buffer mapped to the peer, userptr me
     CHECK(u->va().value == reinterpret_cast<std::uint64_t>(host_mem));
     CHECK(u->host() == host_mem);
     CHECK(dev.is_mapped(g1.gpu_id, u->va().value, sizeof host_mem));
-    const auto mapped_before = counts->mapped_bytes;
+    const std::int64_t mapped_before = counts->mapped_bytes.load();
     u->reset();
     CHECK(counts->mapped_bytes == mapped_before);  // the caller's memory is never munmapped
     host_mem[0] = 1;                               // and still usable

@@ -3,6 +3,7 @@
 // (also in adversarial mode, which re-reads bodies to catch a header published before its body),
 // completion signals with event mailboxes waking a blocked sync::signal_ref wait through
 // sync::host_events, and a stalled queue described in a wait's timeout.
+#include "emu_ports.hpp"
 #include <aqueduct/emu/aql_processor.hpp>
 #include <aqueduct/queue/aql_queue.hpp>
 #include <aqueduct/sync/host_events.hpp>
@@ -26,25 +27,10 @@ namespace emu = aqueduct::emu;
 namespace asy = aqueduct::sync;
 using namespace std::chrono_literals;
 
+using aq_test::test_events;
+using aq_test::test_vm;
+
 namespace {
-
-class test_vm final : public emu::vm_access {
- public:
-  void map(const void* p, std::size_t n) {
-    std::lock_guard l(mu_);
-    ranges_.push_back({reinterpret_cast<std::uintptr_t>(p), n});
-  }
-  bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
-    std::lock_guard l(mu_);
-    for (auto [b, n] : ranges_)
-      if (va >= b && va + len <= b + n) return true;
-    return false;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::pair<std::uintptr_t, std::size_t>> ranges_;
-};
 
 // The emulator's interrupt → an event a host thread can block on.
 class events_adapter final : public emu::event_notifier {

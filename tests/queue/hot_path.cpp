@@ -6,6 +6,8 @@
 #include <aqueduct/queue/aql_queue.hpp>
 #include <aqueduct/sync/signal_pool.hpp>
 
+#include "allocation_counter.hpp"
+
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -23,23 +25,8 @@
 #  include <unistd.h>
 #endif
 
-namespace {
-thread_local bool counting = false;
-std::atomic<std::size_t> allocations{0};
-}  // namespace
-
-// GCC pairs these with the allocation it sees inline and warns (-Wmismatched-new-delete); the
-// replacement operators are consistent by construction.
-#if defined(__GNUC__) && !defined(__clang__)
-#  pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(std::size_t n) {
-  if (counting) allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+using aq_test::allocations;
+using aq_test::counting;
 
 namespace q = aqueduct::queue;
 namespace abi = aqueduct::abi;

@@ -2,8 +2,10 @@
 // processor attached) makes no heap allocation and no device-file call (DESIGN.md §6): a counting
 // global operator new (this thread only) and a counting device_file wrapper around the emulator
 // prove it, for typed dispatches and barrier packets. Controls show both counters do count.
-#include "counting_file.hpp"
+#include "counting_device.hpp"
 #include "host_kernels.hpp"
+
+#include "allocation_counter.hpp"
 
 #include <doctest/doctest.h>
 
@@ -12,26 +14,8 @@
 #include <cstdlib>
 #include <new>
 
-namespace {
-thread_local bool counting = false;
-std::atomic<std::size_t> allocations{0};
-}  // namespace
-
-#if defined(__GNUC__) && !defined(__clang__)
-#  pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(std::size_t n) {
-  if (counting) allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-// The emulator allocates with new (std::nothrow): route it to malloc too, so every delete pairs.
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  if (counting) allocations.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(n ? n : 1);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+using aq_test::allocations;
+using aq_test::counting;
 
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
@@ -39,8 +23,9 @@ using namespace rt_test;
 
 TEST_CASE("dispatch hot path: no allocation, no device-file call (with controls)") {
   auto dev = aq::emu::device::create(aq::emu::machine_config::parse("rx7900xtx"));
-  file_counts counts;
-  auto sys = rt::system::try_adopt(counting_file(dev, counts), &dev);
+  auto counts_ptr = std::make_shared<device_counts>();
+  device_counts& counts = *counts_ptr;
+  auto sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev, counts_ptr), &dev);
   REQUIRE(sys.has_value());
   REQUIRE(sys->emulated());
   const auto& gpu = sys->default_agent();
@@ -53,7 +38,7 @@ TEST_CASE("dispatch hot path: no allocation, no device-file call (with controls)
   auto gate = gpu.make_signal(0);
   REQUIRE(q.try_finish(std::chrono::seconds(5)).has_value());
 
-  const std::int64_t calls_before = counts.calls.load();
+  const std::int64_t calls_before = counts.total_calls.load();
   allocations = 0;
   counting = true;
   bool all_ok = true;
@@ -64,7 +49,7 @@ TEST_CASE("dispatch hot path: no allocation, no device-file call (with controls)
   }
   counting = false;
   const std::size_t allocs = allocations.load();
-  const std::int64_t calls = counts.calls.load() - calls_before;
+  const std::int64_t calls = counts.total_calls.load() - calls_before;
   CHECK(all_ok);
   CHECK(allocs == 0);
   CHECK(calls == 0);
@@ -80,5 +65,5 @@ TEST_CASE("dispatch hot path: no allocation, no device-file call (with controls)
   counting = false;
   CHECK(extra.has_value());
   CHECK(allocations.load() > 0);
-  CHECK(counts.calls.load() - calls_before > 0);
+  CHECK(counts.total_calls.load() - calls_before > 0);
 }

@@ -4,7 +4,7 @@
 // and render node it took is released (counted by a device_file wrapper), and the process has
 // the threads it had before. Also: a memory violation in a kernel stops the queue and the wait
 // reports it (errc::device_fault, faulting address).
-#include "counting_file.hpp"
+#include "counting_device.hpp"
 #include "host_kernels.hpp"
 
 #include <doctest/doctest.h>
@@ -31,9 +31,10 @@ TEST_CASE("shutdown releases everything and joins every emulator thread") {
   std::thread([] {}).join();  // sanitizer runtimes start their helper thread with the first thread
   const std::size_t threads_before = thread_count();
   auto dev = aq::emu::device::create(aq::emu::machine_config::parse("mi300x,rx7900xtx"));
-  file_counts counts;
+  auto counts_ptr = std::make_shared<device_counts>();
+  device_counts& counts = *counts_ptr;
   {
-    auto sys = rt::system::try_adopt(counting_file(dev, counts), &dev);
+    auto sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev, counts_ptr), &dev);
     REQUIRE(sys.has_value());
     std::vector<rt::queue> queues;
     for (const auto& gpu : sys->agents()) {

@@ -1,9 +1,14 @@
-// tests/kfd/counting_device.hpp — a device_file wrapper that counts what is taken and released.
+// tests/support/counting_device.hpp — a kfd::device_file wrapper that counts what is taken and
+// released, for the kfd, emu and runtime tests (one copy; it replaced tests/kfd/counting_device.hpp
+// and tests/runtime/counting_file.hpp).
 //
-// Test support for the kfd layer: wraps another device file by reference (so a non-movable
-// emu::device can stay in the test) and counts live BOs, GPU mappings, queues, events, mmapped
-// bytes and open render nodes, from the ioctls that SUCCEEDED. After every resource is
-// destroyed, all live counts must be zero: that proves destruction releases everything.
+// Wraps another device file by reference (so a non-movable emu::device can stay in the test) and
+// counts, in a `device_counts` shared with the test (it outlives a wrapper moved into a system):
+// every call (`total_calls`: ioctl, mmap, munmap, render-node calls), each ioctl by number
+// (`calls[nr]`, successful or not), and the live BOs, GPU mappings, queues, events, mmapped bytes
+// and open render nodes from the calls that SUCCEEDED. After every resource is destroyed, all
+// live counts must be zero: that proves destruction releases everything. Counters are atomics:
+// runtime queues and waits call the file from several threads.
 // `fail_next(request_nr, errno)` makes the next call of that request fail (fault injection);
 // `after_ioctl` may rewrite a successful ioctl's output (e.g. narrower apertures).
 #pragma once
@@ -11,30 +16,36 @@
 #include <aqueduct/abi/kfd_ioctl.hpp>
 #include <aqueduct/kfd/device_file.hpp>
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <memory>
+
+struct device_counts {
+  std::atomic<std::int64_t> total_calls{0};
+  std::array<std::atomic<std::int64_t>, 256> calls{};  // ioctls by nr
+  std::atomic<std::int64_t> bos{0}, gpu_maps{0}, queues{0}, events{0}, mapped_bytes{0}, render_nodes{0};
+};
 
 template <class F>
 class counting_device {
  public:
-  explicit counting_device(F& inner) noexcept : inner_(&inner) {}
+  explicit counting_device(F& inner) : inner_(&inner), c_(std::make_shared<device_counts>()) {}
+  counting_device(F& inner, std::shared_ptr<device_counts> counts) noexcept : inner_(&inner), c_(std::move(counts)) {}
 
-  struct counts {
-    std::int64_t bos = 0, gpu_maps = 0, queues = 0, events = 0, mapped_bytes = 0, render_nodes = 0;
-    std::map<unsigned, std::int64_t> calls;  // by ioctl nr, successful or not
-  };
-  [[nodiscard]] const counts& live() const noexcept { return *c_; }
-  [[nodiscard]] std::shared_ptr<counts> shared_counts() const noexcept { return c_; }
+  using counts = device_counts;
+  [[nodiscard]] const device_counts& live() const noexcept { return *c_; }
+  [[nodiscard]] std::shared_ptr<device_counts> shared_counts() const noexcept { return c_; }
   void fail_next(unsigned nr, int err) noexcept { fail_nr_ = nr, fail_errno_ = err; }
   std::function<void(unsigned nr, void* arg)> after_ioctl;
 
   int ioctl(unsigned long request, void* arg) noexcept {
     namespace k = aqueduct::abi::kfd;
     const unsigned nr = k::ioc_nr(request);
-    ++c_->calls[nr];
+    ++c_->total_calls;
+    ++c_->calls[nr & 0xFF];
     if (fail_nr_ == nr) {
       fail_nr_ = 0;
       return -fail_errno_;
@@ -57,21 +68,25 @@ class counting_device {
   }
   aqueduct::kfd::mapping mmap(void* addr, std::size_t length, int prot, int flags, int fd,
                               std::uint64_t offset) noexcept {
+    ++c_->total_calls;
     auto m = inner_->mmap(addr, length, prot, flags, fd, offset);
     if (m && !(flags & aqueduct::kfd::map_fixed)) c_->mapped_bytes += static_cast<std::int64_t>(length);
     return m;
   }
   int munmap(void* addr, std::size_t length) noexcept {
+    ++c_->total_calls;
     const int r = inner_->munmap(addr, length);
     if (r == 0) c_->mapped_bytes -= static_cast<std::int64_t>(length);
     return r;
   }
   int open_render_node(std::uint32_t minor) noexcept {
+    ++c_->total_calls;
     const int fd = inner_->open_render_node(minor);
     if (fd >= 0) ++c_->render_nodes;
     return fd;
   }
   int close_render_node(int fd) noexcept {
+    ++c_->total_calls;
     const int r = inner_->close_render_node(fd);
     if (r == 0) --c_->render_nodes;
     return r;
@@ -81,7 +96,7 @@ class counting_device {
 
  private:
   F* inner_;
-  std::shared_ptr<counts> c_ = std::make_shared<counts>();
+  std::shared_ptr<device_counts> c_;
   unsigned fail_nr_ = 0;
   int fail_errno_ = 0;
 };

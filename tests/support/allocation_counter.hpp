@@ -1,0 +1,43 @@
+// tests/support/allocation_counter.hpp — a counting global operator new for the hot-path tests
+// (one copy; tests/queue/hot_path.cpp and tests/runtime/hot_path.cpp used to carry their own).
+//
+// Include it in exactly ONE translation unit of a test executable: it REPLACES the global
+// operator new / delete (replacement functions cannot be inline). Allocations are counted only
+// on a thread inside a `counting_allocations` scope, so other threads (an emulated processor)
+// do not disturb the count. The nothrow form is replaced too (the emulator allocates with it),
+// so every delete pairs with malloc.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdlib>
+#include <new>
+
+namespace aq_test {
+inline thread_local bool counting = false;
+inline std::atomic<std::size_t> allocations{0};
+// Counts this thread's allocations while alive.
+struct counting_allocations {
+  counting_allocations() noexcept { counting = true; }
+  ~counting_allocations() { counting = false; }
+  counting_allocations(const counting_allocations&) = delete;
+  counting_allocations& operator=(const counting_allocations&) = delete;
+};
+}  // namespace aq_test
+
+// GCC pairs these with the allocation it sees inline and warns (-Wmismatched-new-delete); the
+// replacement operators are consistent by construction.
+#if defined(__GNUC__) && !defined(__clang__)
+#  pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void* operator new(std::size_t n) {
+  if (aq_test::counting) aq_test::allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  if (aq_test::counting) aq_test::allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n ? n : 1);
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
