@@ -17,6 +17,10 @@ OBJCOPY=${OBJCOPY:-llvm-objcopy-19}
 for t in $(sed -n 's/^# programs: //p' "$0"); do
   command -v "$t" >/dev/null || { echo "make-fixtures: missing tool $t (scripts/setup.sh installs it)" >&2; exit 1; }
 done
+# clang-offload-bundler runs `llvm-objcopy` (unversioned) from its own directory, else from PATH.
+# Debian 12 has that name only in /usr/lib/llvm-19/bin (or from the unrelated `llvm` package, some
+# other version): call the bundler by its real path so it finds LLVM 19's objcopy beside it.
+BUNDLER=$(readlink -f "$(command -v "$BUNDLER")")
 rm -rf "$OUT.tmp"
 mkdir -p "$OUT.tmp"/{src,elf,bundle,ccob,host}
 cd "$OUT.tmp"
