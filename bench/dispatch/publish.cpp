@@ -1,5 +1,5 @@
 // bench/dispatch/publish.cpp — host-side cost of publishing AQL kernel-dispatch packets:
-// aqueduct's queue::aql_queue_sp / aql_queue_mp against the same-run peers of peers.hpp, every
+// aqueduct's ring::aql_queue_sp / aql_queue_mp against the same-run peers of peers.hpp, every
 // variant over its own 1024-slot ring retired by the same bench::consumer thread.
 //
 // One iteration publishes one batch (1, 8 or 64 packets, doorbell once): reserve → write bodies
@@ -33,7 +33,7 @@
 namespace {
 
 namespace aq = aqueduct;
-namespace q = aqueduct::queue;
+namespace q = aqueduct::ring;
 
 constexpr std::uint32_t ring_slots = 1024;
 

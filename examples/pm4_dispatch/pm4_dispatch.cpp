@@ -2,7 +2,7 @@
 // RX 7900 XTX (gfx1100), with the emulated MEC preempting the queue on a timer: every
 // preemption saves the resident waves into the CWSR area the runtime allocated and restores
 // them from it. gfx1100 is a DEGFX11_12113 part, so the queue is typed
-// queue::pm4_queue<arch::gfx11_priv_target> and every dispatch sets COMPUTE_PGM_RSRC1.PRIV;
+// ring::pm4_queue<arch::gfx11_priv_target> and every dispatch sets COMPUTE_PGM_RSRC1.PRIV;
 // without it the first preemption would hang the queue (docs/pm4.md).
 // Verified element by element; prints timings and the preemption count.
 //

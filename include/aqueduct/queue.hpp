@@ -1,6 +1,7 @@
 // aqueduct/queue.hpp — the queue layer: ring reservation, AQL queues, PM4 and SDMA command streams and their encoders, doorbells.
 //
-// Layer: queue. Umbrella header: includes every public header of the layer (each also compiles
+// Layer: queue (namespace aqueduct::ring: the ring protocols; aqueduct::queue is the runtime's
+// AQL queue). Umbrella header: includes every public header of the layer (each also compiles
 // on its own, so including only what you use keeps compile times down). Thread safety: see
 // each header.
 #pragma once

@@ -3,8 +3,8 @@
 // docs/runtime.md, docs/pm4.md and docs/copies.md.
 //
 // Layer: runtime. The facade's main types are also named directly in namespace aqueduct
-// (aqueduct::system, aqueduct::agent, aqueduct::buffer ...); `runtime::queue` is not, because
-// aqueduct::queue is the queue layer's namespace (use `auto q = gpu.make_queue(aq::aql)`).
+// (aqueduct::system, aqueduct::agent, aqueduct::buffer, aqueduct::queue ...). The queue layer's
+// ring protocols live in aqueduct::ring (queue/), so `aq::queue` is the runtime's AQL queue.
 #pragma once
 
 #include <aqueduct/runtime/agent.hpp>
@@ -38,6 +38,7 @@ using runtime::host_workgroup;
 using runtime::kernel;
 using runtime::memory_kind;
 using runtime::open_options;
+using runtime::queue;
 using runtime::queue_options;
 using runtime::sdma;
 using runtime::sdma_queue;

@@ -68,7 +68,7 @@ aq::result<void> run_vadd(machine& m, kfd::queue_resources<cdev>& res, std::uint
   emu::pm4_processor* proc = m.host->processor(res.queue_id());
   REQUIRE_MESSAGE(proc != nullptr, m.host->attach_error(res.queue_id()));
   auto* page = static_cast<std::byte*>(res.pointers().host);
-  aq::queue::pm4_queue<arch::gfx11_priv_target, host_doorbell> q(
+  aq::ring::pm4_queue<arch::gfx11_priv_target, host_doorbell> q(
       {res.ring().as<std::uint32_t>(), res.ring_size() / 4, reinterpret_cast<std::uint64_t*>(page + 64),
        reinterpret_cast<const std::uint64_t*>(page)},
       host_doorbell{static_cast<std::uint64_t*>(res.doorbell()), proc});
@@ -95,7 +95,7 @@ aq::result<void> run_vadd(machine& m, kfd::queue_resources<cdev>& res, std::uint
   p.grid = {groups, 1, 1};
   p.block = {block, 1, 1};
   p.kernarg = aq::gpu_va(base + 12ull * n);
-  aq::queue::pm4_completion c;
+  aq::ring::pm4_completion c;
   c.address = sig.va();
   c.value = 1;
   c.b64 = true;

@@ -1,6 +1,6 @@
 // Shared by tests/emu/pm4_processor.cpp and tests/emu/cwsr.cpp: a PM4 queue's memory allocated
 // here (GPU VA == host address, as on the emulated device), one emu::pm4_processor on it, and
-// a queue::pm4_queue<Target> producer whose doorbell wakes the processor.
+// a ring::pm4_queue<Target> producer whose doorbell wakes the processor.
 // Node figures are the spec's (spec/kfd.md §1.5 table, spec/packets.md §2).
 #pragma once
 
@@ -29,7 +29,7 @@ namespace aq = aqueduct;
 namespace abi = aqueduct::abi;
 namespace emu = aqueduct::emu;
 namespace arch = aqueduct::arch;
-namespace qpm4 = aqueduct::queue::pm4;
+namespace qpm4 = aqueduct::ring::pm4;
 
 struct aligned_deleter {
   void operator()(void* p) const noexcept { std::free(p); }
@@ -123,9 +123,9 @@ struct rig {
     proc_raw = proc.get();
   }
   template <class Target>
-  std::unique_ptr<aq::queue::pm4_queue<Target, rig_doorbell>> make_queue() {
-    return std::make_unique<aq::queue::pm4_queue<Target, rig_doorbell>>(
-        aq::queue::pm4_queue_memory{ring.get(), opt.ring_dwords, &ptrs[8], &ptrs[0]}, rig_doorbell{&ptrs[16], &proc_raw});
+  std::unique_ptr<aq::ring::pm4_queue<Target, rig_doorbell>> make_queue() {
+    return std::make_unique<aq::ring::pm4_queue<Target, rig_doorbell>>(
+        aq::ring::pm4_queue_memory{ring.get(), opt.ring_dwords, &ptrs[8], &ptrs[0]}, rig_doorbell{&ptrs[16], &proc_raw});
   }
   // Raw producer for hand-written dwords: append at the write pointer, publish, ring.
   std::uint64_t push(std::initializer_list<std::uint32_t> dws) { return push(std::vector<std::uint32_t>(dws)); }
@@ -241,9 +241,9 @@ inline qpm4::dispatch_params vadd_params(const kernel_object& ko, const vadd_dat
   p.kernarg = aq::gpu_va(va(d.args.get()));
   return p;
 }
-inline aq::queue::pm4_completion completion(const void* word, std::uint64_t value, bool b64 = false,
+inline aq::ring::pm4_completion completion(const void* word, std::uint64_t value, bool b64 = false,
                                             const void* mailbox = nullptr, std::uint32_t event_id = 0) {
-  aq::queue::pm4_completion c;
+  aq::ring::pm4_completion c;
   c.address = aq::gpu_va(va(word));
   c.value = value;
   c.b64 = b64;

@@ -1,6 +1,6 @@
 // emu/sdma_attachments.hpp: every SDMA queue created through the raw kfd/ path on the emulated
 // device gets an engine from the device's per-queue hooks, loses it in DESTROY_QUEUE, and runs
-// what queue::sdma_queue publishes. Expected values: engine versions per spec/packets.md §3.2
+// what ring::sdma_queue publishes. Expected values: engine versions per spec/packets.md §3.2
 // (gfx9 incl. MI300 → SDMA 4, gfx10.3 → 5.2, gfx11 → 6); copy results from std::memcpy; the
 // SDMA doorbell id of a queue (spec/kfd.md §3.3: the same slot is reused after a destroy).
 #include <aqueduct/emu/device.hpp>
@@ -59,9 +59,9 @@ bool wait_word(const std::uint32_t* w, std::uint32_t v) {
 template <engine E>
 void copy_through(rig& r, kfd::queue_resources<emu::device>& res, std::size_t n, std::uint32_t seq, int extra_fences = 0) {
   auto* page = static_cast<std::byte*>(res.pointers().host);
-  aq::queue::sdma_queue<E> q({res.ring().as<std::uint32_t>(), res.ring_size(), reinterpret_cast<std::uint64_t*>(page),
+  aq::ring::sdma_queue<E> q({res.ring().as<std::uint32_t>(), res.ring_size(), reinterpret_cast<std::uint64_t*>(page),
                               reinterpret_cast<std::uint64_t*>(page + 64)},
-                             aq::queue::doorbell_ref(static_cast<std::uint64_t*>(res.doorbell())));
+                             aq::ring::doorbell_ref(static_cast<std::uint64_t*>(res.doorbell())));
   auto src = kfd::buffer<emu::device>::try_allocate(r.drv.ref(), *r.gpu, aq::byte_count(n), kfd::memory_use::host).value();
   auto dst = kfd::buffer<emu::device>::try_allocate(r.drv.ref(), *r.gpu, aq::byte_count(n + 4096), kfd::memory_use::host).value();
   auto* s = static_cast<unsigned char*>(src.host());

@@ -1,4 +1,4 @@
-// emu/sdma_engine.hpp: encode → emulate round trips through queue::sdma_queue on every engine
+// emu/sdma_engine.hpp: encode → emulate round trips through ring::sdma_queue on every engine
 // version, and hand-written packets for the fault paths.
 // Expected values come from outside the code under test: copy results from std::memcpy over the
 // same inputs (a host reference), packet limits and dwords from spec/packets.md §3 (0x3FFF00 =
@@ -24,7 +24,7 @@
 
 namespace abi = aqueduct::abi;
 namespace emu = aqueduct::emu;
-namespace q = aqueduct::queue;
+namespace q = aqueduct::ring;
 using aqueduct::byte_count;
 using aqueduct::errc;
 using aqueduct::gpu_va;

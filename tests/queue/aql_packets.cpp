@@ -11,7 +11,7 @@
 #include <cstring>
 #include <string>
 
-namespace q = aqueduct::queue;
+namespace q = aqueduct::ring;
 namespace abi = aqueduct::abi;
 using aqueduct::gpu_va;
 

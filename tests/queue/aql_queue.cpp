@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-namespace q = aqueduct::queue;
+namespace q = aqueduct::ring;
 namespace abi = aqueduct::abi;
 namespace asy = aqueduct::sync;
 using aqueduct::gpu_va;

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-namespace q = aqueduct::queue;
+namespace q = aqueduct::ring;
 namespace abi = aqueduct::abi;
 namespace emu = aqueduct::emu;
 namespace asy = aqueduct::sync;

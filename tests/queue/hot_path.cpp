@@ -28,7 +28,7 @@
 using aq_test::allocations;
 using aq_test::counting;
 
-namespace q = aqueduct::queue;
+namespace q = aqueduct::ring;
 namespace abi = aqueduct::abi;
 using aqueduct::gpu_va;
 

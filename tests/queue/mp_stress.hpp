@@ -18,7 +18,7 @@
 
 namespace aqueduct_test {
 
-namespace q = aqueduct::queue;
+namespace q = aqueduct::ring;
 using aqueduct::gpu_va;
 using namespace std::chrono_literals;
 

@@ -13,7 +13,7 @@
 
 namespace arch = aqueduct::arch;
 namespace pkt = aqueduct::abi::pm4;
-namespace qp = aqueduct::queue::pm4;
+namespace qp = aqueduct::ring::pm4;
 using aqueduct::gpu_va;
 
 namespace {

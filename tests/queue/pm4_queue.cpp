@@ -30,7 +30,7 @@ struct fixture {
   std::vector<std::uint32_t> ring;
   std::uint64_t wptr = 0, rptr = 0;
   std::vector<std::uint64_t> doorbells;
-  aq::queue::pm4_queue<Target, counting_doorbell> q;
+  aq::ring::pm4_queue<Target, counting_doorbell> q;
   explicit fixture(std::uint32_t dwords = 1024)
       : ring(dwords, 0xDEADBEEF), q({ring.data(), dwords, &wptr, &rptr}, counting_doorbell{&doorbells}) {}
   void consume() { rptr = wptr; }  // a consumer that keeps up
@@ -45,8 +45,8 @@ constexpr std::uint64_t sig_va = 0x7F0012345678ull & ~7ull;
 constexpr std::uint32_t lo(std::uint64_t v) { return static_cast<std::uint32_t>(v); }
 constexpr std::uint32_t hi(std::uint64_t v) { return static_cast<std::uint32_t>(v >> 32); }
 
-aq::queue::pm4_completion completion(std::uint64_t addr, std::uint64_t value, std::uint64_t mailbox = 0, std::uint32_t id = 0) {
-  aq::queue::pm4_completion c;
+aq::ring::pm4_completion completion(std::uint64_t addr, std::uint64_t value, std::uint64_t mailbox = 0, std::uint32_t id = 0) {
+  aq::ring::pm4_completion c;
   c.address = aq::gpu_va(addr);
   c.value = value;
   c.event_mailbox = aq::gpu_va(mailbox);
@@ -110,7 +110,7 @@ TEST_CASE("dispatch command: ACQUIRE_MEM, registers, DISPATCH_DIRECT, CS_PARTIAL
   SUBCASE("gfx11 PRIV target (gfx1100): PRIV forced on") {
     fixture<arch::gfx11_priv_target> f;
     const auto kd = kd_kernarg_only(true, 0x000C0084);
-    aq::queue::pm4::dispatch_params p;
+    aq::ring::pm4::dispatch_params p;
     p.kd = &kd;
     p.kd_va = aq::gpu_va(0x10000);
     p.grid = {20, 1, 1};
@@ -136,7 +136,7 @@ TEST_CASE("dispatch command: ACQUIRE_MEM, registers, DISPATCH_DIRECT, CS_PARTIAL
   SUBCASE("gfx11 target (e.g. gfx1151): PRIV cleared even when the descriptor has it; no completion -> full barrier") {
     fixture<arch::gfx11_target> f;
     const auto kd = kd_kernarg_only(true, 0x000C0084 | (1u << 20));
-    aq::queue::pm4::dispatch_params p;
+    aq::ring::pm4::dispatch_params p;
     p.kd = &kd;
     p.kd_va = aq::gpu_va(0x10000);
     p.kernarg = aq::gpu_va(0x20000);
@@ -151,7 +151,7 @@ TEST_CASE("dispatch command: ACQUIRE_MEM, registers, DISPATCH_DIRECT, CS_PARTIAL
     fixture<arch::gfx94x_target> f;
     auto kd = kd_kernarg_only(false, 0x000C0084);
     kd.compute_pgm_rsrc3 = 9;
-    aq::queue::pm4::dispatch_params p;
+    aq::ring::pm4::dispatch_params p;
     p.kd = &kd;
     p.kd_va = aq::gpu_va(0x10000);
     p.kernarg = aq::gpu_va(0x20000);

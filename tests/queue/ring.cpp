@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace q = aqueduct::queue;
+namespace q = aqueduct::ring;
 
 TEST_CASE("single producer: claims up to the ring size past the read index, never more") {
   alignas(8) std::uint64_t write = 0, read = 0;

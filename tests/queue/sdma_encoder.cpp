@@ -13,7 +13,7 @@
 #include <range/v3/range/conversion.hpp>
 
 namespace pkt = aqueduct::abi::sdma;
-namespace qs = aqueduct::queue::sdma;
+namespace qs = aqueduct::ring::sdma;
 using aqueduct::gpu_va;
 
 namespace {

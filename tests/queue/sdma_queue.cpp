@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-namespace q = aqueduct::queue;
+namespace q = aqueduct::ring;
 using aqueduct::byte_count;
 using aqueduct::errc;
 using aqueduct::gpu_va;

@@ -64,7 +64,7 @@ inline pm4_processor::step pm4_processor::execute(std::span<const std::uint32_t>
       return step::done;
     default: break;
   }
-  const char* name = queue::pm4::opcode_name(static_cast<std::uint32_t>(op));
+  const char* name = ring::pm4::opcode_name(static_cast<std::uint32_t>(op));
   return bad(pm4_fault::unknown_opcode, name ? std::string(name) + " is not run by this emulated MEC" : "");
 }
 

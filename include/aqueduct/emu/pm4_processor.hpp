@@ -322,7 +322,7 @@ class pm4_processor : public queue_wakeup {
       e.detail += buf;
     }
     e.detail += "; packet: ";
-    queue::pm4::describe_packet(pkt, e.detail);
+    ring::pm4::describe_packet(pkt, e.detail);
     {
       std::lock_guard lock(err_mu_);
       if (!error_) error_ = std::move(e);

@@ -24,7 +24,7 @@
 #include <string>
 #include <type_traits>
 
-namespace aqueduct::queue {
+namespace aqueduct::ring {
 
 // A 64-byte AQL packet type (anything the ring can carry).
 template <class T>
@@ -243,4 +243,4 @@ inline void describe_packet(const abi::aql_slot& slot, std::string& out) {
   if (n > 0) out.append(buf, static_cast<std::size_t>(n));
 }
 
-}  // namespace aqueduct::queue
+}  // namespace aqueduct::ring

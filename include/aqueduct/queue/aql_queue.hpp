@@ -39,7 +39,7 @@
 #include <string>
 #include <utility>
 
-namespace aqueduct::queue {
+namespace aqueduct::ring {
 
 // The memory a queue runs on; all of it outlives the queue.
 struct aql_queue_memory {
@@ -313,4 +313,4 @@ using aql_queue_sp = aql_queue<producer::single, Doorbell>;
 template <class Doorbell = doorbell_ref>
 using aql_queue_mp = aql_queue<producer::multi, Doorbell>;
 
-}  // namespace aqueduct::queue
+}  // namespace aqueduct::ring

@@ -16,7 +16,7 @@
 #include <concepts>
 #include <cstdint>
 
-namespace aqueduct::queue {
+namespace aqueduct::ring {
 
 template <class D>
 concept doorbell = std::copy_constructible<D> && requires(D& d, std::uint64_t last_index) {
@@ -36,4 +36,4 @@ class doorbell_ref {
 };
 static_assert(doorbell<doorbell_ref>);
 
-}  // namespace aqueduct::queue
+}  // namespace aqueduct::ring

@@ -15,7 +15,7 @@
 #include <span>
 #include <string>
 
-namespace aqueduct::queue::pm4 {
+namespace aqueduct::ring::pm4 {
 
 // Name of an IT_OPCODE (spec/packets.md §1.2), or nullptr if the table does not have it.
 [[nodiscard]] constexpr const char* opcode_name(std::uint32_t op) noexcept {
@@ -141,4 +141,4 @@ inline void describe_packet(std::span<const std::uint32_t> p, std::string& out) 
   if (shown < p.size()) out += " ...";
 }
 
-}  // namespace aqueduct::queue::pm4
+}  // namespace aqueduct::ring::pm4

@@ -29,7 +29,7 @@
 #include <span>
 #include <type_traits>
 
-namespace aqueduct::queue::pm4 {
+namespace aqueduct::ring::pm4 {
 
 namespace pkt = aqueduct::abi::pm4;  // packet layouts
 
@@ -425,4 +425,4 @@ struct encoder {
   }
 };
 
-}  // namespace aqueduct::queue::pm4
+}  // namespace aqueduct::ring::pm4

@@ -42,7 +42,7 @@
 #include <string>
 #include <utility>
 
-namespace aqueduct::queue {
+namespace aqueduct::ring {
 
 // The memory a PM4 queue runs on; all of it outlives the queue (kfd::queue_resources).
 struct pm4_queue_memory {
@@ -319,4 +319,4 @@ class pm4_queue {
   std::array<std::uint32_t, max_reservation_dwords> staging_{};
 };
 
-}  // namespace aqueduct::queue
+}  // namespace aqueduct::ring

@@ -25,7 +25,7 @@
 #include <algorithm>
 #include <cstdint>
 
-namespace aqueduct::queue {
+namespace aqueduct::ring {
 
 enum class producer : std::uint8_t { single, multi };
 
@@ -125,4 +125,4 @@ class ring_reserver {
   std::uint64_t published_ = 0;
 };
 
-}  // namespace aqueduct::queue
+}  // namespace aqueduct::ring

@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <span>
 
-namespace aqueduct::queue::sdma {
+namespace aqueduct::ring::sdma {
 
 namespace pkt = aqueduct::abi::sdma;  // packet layouts
 
@@ -286,4 +286,4 @@ using encoder_v5_2 = encoder<pkt::engine::v5_2>;
 using encoder_v6 = encoder<pkt::engine::v6_0>;
 using encoder_v7 = encoder<pkt::engine::v7_0>;
 
-}  // namespace aqueduct::queue::sdma
+}  // namespace aqueduct::ring::sdma

@@ -40,7 +40,7 @@
 #include <string>
 #include <utility>
 
-namespace aqueduct::queue {
+namespace aqueduct::ring {
 
 // The memory an SDMA queue runs on; all of it outlives the queue.
 struct sdma_queue_memory {
@@ -286,4 +286,4 @@ class sdma_queue {
   std::uint64_t live_start_ = 0;
 };
 
-}  // namespace aqueduct::queue
+}  // namespace aqueduct::ring

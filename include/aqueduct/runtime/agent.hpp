@@ -210,7 +210,7 @@ class agent {
   st->progress = reinterpret_cast<abi::amd_signal*>(page + queue::progress_signal_offset);
   sync::signal_ref::initialize(*st->progress, queue::progress_start, st->event.mailbox_va().value, st->event.id());
   // Every header INVALID and both indexes 0 before any processor looks at the ring.
-  st->aql.emplace(aqueduct::queue::aql_queue_memory{st->desc, st->res.ring().as<abi::aql_slot>(), slots},
+  st->aql.emplace(aqueduct::ring::aql_queue_memory{st->desc, st->res.ring().as<abi::aql_slot>(), slots},
                   queue_doorbell{static_cast<std::uint64_t*>(st->res.doorbell()), nullptr}, true);
   if (gpu.emulated()) {
     AQUEDUCT_TRY(st->processor, a.sys->link->try_attach_aql(st->res.queue_id(),

@@ -3,7 +3,7 @@
 // preemption controls.
 //
 // Layer: runtime. Creation visits the agent's target once (arch::visit_family): a gfx1100/1101/
-// 1102 (and gfx1103 with two shader arrays) agent gets a queue::pm4_queue<arch::gfx11_priv_target>,
+// 1102 (and gfx1103 with two shader arrays) agent gets a ring::pm4_queue<arch::gfx11_priv_target>,
 // which sets COMPUTE_PGM_RSRC1.PRIV on every dispatch (spec/kfd.md §4, DESIGN.md requirement 7);
 // every other agent a queue whose type cannot set it. Resources are made exactly as on /dev/kfd
 // (kfd::queue_resources: ring, pointer page — rptr @0, wptr @64 — EOP and the CWSR area with its
@@ -71,15 +71,15 @@ struct pm4_doorbell {
 
 namespace detail {
 template <class T>
-using pm4_q = aqueduct::queue::pm4_queue<T, pm4_doorbell>;
+using pm4_q = aqueduct::ring::pm4_queue<T, pm4_doorbell>;
 
 // The PM4 ring of the agent's target, chosen once when the queue is made (DESIGN.md §3): its
 // functions are a table filled at creation, so no submission branches on the architecture.
 class pm4_ring {
  public:
   virtual ~pm4_ring() = default;
-  virtual result<std::uint64_t> try_dispatch(const aqueduct::queue::pm4::dispatch_params& p,
-                                             const aqueduct::queue::pm4_completion& c, sync::nanoseconds timeout) = 0;
+  virtual result<std::uint64_t> try_dispatch(const aqueduct::ring::pm4::dispatch_params& p,
+                                             const aqueduct::ring::pm4_completion& c, sync::nanoseconds timeout) = 0;
   virtual void describe(std::string& out) const = 0;
   [[nodiscard]] virtual pm4_doorbell& doorbell() noexcept = 0;
   [[nodiscard]] virtual bool sets_pm4_priv() const noexcept = 0;
@@ -87,8 +87,8 @@ class pm4_ring {
 template <class Target>
 class pm4_ring_of final : public pm4_ring {
  public:
-  pm4_ring_of(const aqueduct::queue::pm4_queue_memory& mem, const pm4_doorbell& db) noexcept : q_(mem, db, true) {}
-  result<std::uint64_t> try_dispatch(const aqueduct::queue::pm4::dispatch_params& p, const aqueduct::queue::pm4_completion& c,
+  pm4_ring_of(const aqueduct::ring::pm4_queue_memory& mem, const pm4_doorbell& db) noexcept : q_(mem, db, true) {}
+  result<std::uint64_t> try_dispatch(const aqueduct::ring::pm4::dispatch_params& p, const aqueduct::ring::pm4_completion& c,
                                      sync::nanoseconds timeout) override {
     return q_.try_dispatch(p, c, timeout);
   }
@@ -233,14 +233,14 @@ class pm4_queue {
     pkt.kernel_object = k.object.value;
     pkt.kernarg_address = va;
     std::memcpy(base + s_->opt.kernarg_bytes, &pkt, sizeof pkt);
-    aqueduct::queue::pm4::dispatch_params p;
+    aqueduct::ring::pm4::dispatch_params p;
     p.kd = &k.descriptor;
     p.kd_va = k.object;
     p.grid = {(g.x + b.x - 1) / b.x, (g.y + b.y - 1) / b.y, (g.z + b.z - 1) / b.z};
     p.block = {b.x, b.y, b.z};
     p.dispatch_ptr = gpu_va(va + s_->opt.kernarg_bytes);
     p.kernarg = gpu_va(va);
-    aqueduct::queue::pm4_completion c;
+    aqueduct::ring::pm4_completion c;
     c.address = gpu_va(s_->res.pointers().va.value + progress_offset);
     c.value = seq;
     c.b64 = true;
@@ -311,7 +311,7 @@ class pm4_queue {
   auto* page = static_cast<std::byte*>(st->res.pointers().host);
   st->progress = reinterpret_cast<std::uint64_t*>(page + pm4_queue::progress_offset);
   sync::atomic_store(*st->progress, 0, std::memory_order_release);
-  const aqueduct::queue::pm4_queue_memory mem{st->res.ring().as<std::uint32_t>(), st->res.ring_size() / 4,
+  const aqueduct::ring::pm4_queue_memory mem{st->res.ring().as<std::uint32_t>(), st->res.ring_size() / 4,
                                               reinterpret_cast<std::uint64_t*>(page + ko.wptr_offset),
                                               reinterpret_cast<const std::uint64_t*>(page + ko.rptr_offset)};
   const pm4_doorbell db{static_cast<std::uint64_t*>(st->res.doorbell()), nullptr};

@@ -8,7 +8,7 @@
 // ring slot, and one KFD signal event. Every packet carries the queue's "progress" signal, so
 // each retirement writes the event mailbox and raises the event: waits spin for
 // wait_policy::spin_for on the read index, then block in AMDKFD_IOC_WAIT_EVENTS.
-// Dispatch path (queue::aql_queue, multi-producer): claim a slot (CAS bounded by the read index;
+// Dispatch path (ring::aql_queue, multi-producer): claim a slot (CAS bounded by the read index;
 // a full ring waits up to the caller's timeout, then errc::queue_full with the queue decoded) →
 // kernargs into the slot's kernarg area (slot i's kernargs are reused only when packet i has
 // retired) → packet body → header release-store → doorbell. No allocation, no system call, no
@@ -63,7 +63,7 @@ struct queue_options {
 struct dispatch_options {
   sync::nanoseconds timeout = sync::infinite;  // how long to wait for a free slot
   bool barrier = false;                        // wait for every earlier packet to complete
-  aqueduct::queue::fences scopes = aqueduct::queue::fences::system();
+  aqueduct::ring::fences scopes = aqueduct::ring::fences::system();
   std::uint32_t dynamic_lds_bytes = 0;
   // An extra signal decremented at completion (none = only the queue's own progress signal).
   // The queue's progress signal is then not used for this packet's wake-up.
@@ -80,7 +80,7 @@ struct queue_doorbell {
     if (watcher) watcher->ring_doorbell(last_index);
   }
 };
-static_assert(aqueduct::queue::doorbell<queue_doorbell>);
+static_assert(aqueduct::ring::doorbell<queue_doorbell>);
 
 namespace detail {
 
@@ -94,7 +94,7 @@ struct queue_state {
   kfd::event<file_type> event;
   abi::amd_queue* desc = nullptr;
   abi::amd_signal* progress = nullptr;
-  std::optional<aqueduct::queue::aql_queue_mp<queue_doorbell>> aql;
+  std::optional<aqueduct::ring::aql_queue_mp<queue_doorbell>> aql;
   emu::aql_processor* processor = nullptr;  // emulated device only
 };
 
@@ -102,7 +102,7 @@ struct queue_state {
 
 class queue {
  public:
-  using aql_type = aqueduct::queue::aql_queue_mp<queue_doorbell>;
+  using aql_type = aqueduct::ring::aql_queue_mp<queue_doorbell>;
   // Where the progress signal lives in the pointer page (after the 256-byte amd_queue).
   static constexpr std::size_t progress_signal_offset = 512;
   static constexpr std::int64_t progress_start = std::int64_t{1} << 62;
@@ -167,12 +167,12 @@ class queue {
   result<aql_ticket> try_barrier_and(std::span<const sync::signal_ref> deps, bool barrier = true,
                                      sync::nanoseconds timeout = sync::infinite) {
     AQUEDUCT_ASSERT(deps.size() <= 5, "an AQL barrier packet holds at most 5 dependency signals");
-    aqueduct::queue::barrier_and p;
+    aqueduct::ring::barrier_and p;
     for (std::size_t i = 0; i < deps.size(); ++i) p.deps[i] = deps[i].handle();
     p.barrier = barrier;
     p.completion_signal = progress_handle();
     if (AQUEDUCT_UNLIKELY(looks_full()) && timeout > sync::nanoseconds::zero()) wait_for_room(timeout);
-    AQUEDUCT_TRY(const std::uint64_t index, s_->aql->try_submit(aqueduct::queue::make_packet(p), timeout));
+    AQUEDUCT_TRY(const std::uint64_t index, s_->aql->try_submit(aqueduct::ring::make_packet(p), timeout));
     return ticket_for(index);
   }
 
@@ -249,7 +249,7 @@ class queue {
   }
   [[nodiscard]] abi::kernel_dispatch_packet packet_for(const dispatch_options& o, const untyped_kernel& k, grid g, block b,
                                                        std::uint64_t index) const noexcept {
-    aqueduct::queue::kernel_dispatch d;
+    aqueduct::ring::kernel_dispatch d;
     d.kernel_object = k.object;
     d.kernarg_address = gpu_va(kernarg_va(index));
     d.grid = {g.x, g.y, g.z};
@@ -258,7 +258,7 @@ class queue {
     d.completion_signal = o.completion_signal ? o.completion_signal.handle() : progress_handle();
     d.barrier = o.barrier;
     d.scopes = o.scopes;
-    return aqueduct::queue::make_packet(d);
+    return aqueduct::ring::make_packet(d);
   }
 
   [[nodiscard]] bool looks_full() const noexcept {

@@ -5,7 +5,7 @@
 // /dev/kfd: the ring and the pointer page (kfd::queue_resources, queue_kind::sdma or
 // sdma_by_engine; read pointer at byte 0, write pointer at byte 64 of the page, both 64-bit byte
 // counts, spec/kfd.md §2.7) and one KFD signal event. The engine version is fixed once, from the
-// agent's target (arch::visit_family → queue::sdma::encoder_for<Target>). Every submission ends
+// agent's target (arch::visit_family → ring::sdma::encoder_for<Target>). Every submission ends
 // with a FENCE of a 64-bit sequence number into the pointer page (two 32-bit FENCEs, low dword
 // first, as Linux fences 64-bit sequences), then FENCE(mailbox, event id) + TRAP(event id) — the
 // KFD timeline tinygrad uses (spec/packets.md §3.4) — so waits spin briefly, then block in
@@ -67,11 +67,11 @@ struct sdma_doorbell {
     if (watcher) watcher->notify();
   }
 };
-static_assert(aqueduct::queue::doorbell<sdma_doorbell>);
+static_assert(aqueduct::ring::doorbell<sdma_doorbell>);
 
 namespace detail {
 template <abi::sdma::engine E>
-using sdma_q = aqueduct::queue::sdma_queue<E, sdma_doorbell>;
+using sdma_q = aqueduct::ring::sdma_queue<E, sdma_doorbell>;
 
 // The SDMA ring of the agent's engine version, chosen once when the queue is made (DESIGN.md
 // §3): its functions are a table filled at creation, so no submission branches on the engine.
@@ -91,7 +91,7 @@ class sdma_ring {
 template <abi::sdma::engine E>
 class sdma_ring_of final : public sdma_ring {
  public:
-  sdma_ring_of(const aqueduct::queue::sdma_queue_memory& mem, const sdma_doorbell& db) noexcept : q_(mem, db, true) {}
+  sdma_ring_of(const aqueduct::ring::sdma_queue_memory& mem, const sdma_doorbell& db) noexcept : q_(mem, db, true) {}
   result<void> try_copy(gpu_va dst, gpu_va src, std::uint64_t bytes, sync::nanoseconds timeout, bool publish) override {
     return q_.try_copy(dst, src, bytes, timeout, publish);
   }
@@ -299,7 +299,7 @@ inline result<void> sdma_queue::wait_progress(std::uint64_t seq, sync::nanosecon
   AQUEDUCT_TRY(st->engine, arch::visit_family(gpu.gfx_target_version(),
                                               static_cast<std::uint32_t>(a.node->properties.simd_arrays_per_engine),
                                               [](auto target) {
-                                                return aqueduct::queue::sdma::encoder_for<decltype(target)>::engine;
+                                                return aqueduct::ring::sdma::encoder_for<decltype(target)>::engine;
                                               }));
   AQUEDUCT_TRY(auto* doorbells, detail::try_doorbells(a));
   kfd::queue_options ko;
@@ -322,7 +322,7 @@ inline result<void> sdma_queue::wait_progress(std::uint64_t seq, sync::nanosecon
   st->progress = reinterpret_cast<std::uint64_t*>(page + sdma_queue::progress_offset);
   st->progress_va = st->res.pointers().va + byte_count(sdma_queue::progress_offset);
   sync::atomic_store(*st->progress, 0, std::memory_order_release);
-  const aqueduct::queue::sdma_queue_memory mem{st->res.ring().as<std::uint32_t>(), st->res.ring_size(),
+  const aqueduct::ring::sdma_queue_memory mem{st->res.ring().as<std::uint32_t>(), st->res.ring_size(),
                                                reinterpret_cast<std::uint64_t*>(page + sdma_queue::rptr_offset),
                                                reinterpret_cast<std::uint64_t*>(page + sdma_queue::wptr_offset)};
   const sdma_doorbell db{static_cast<std::uint64_t*>(st->res.doorbell()), nullptr};
