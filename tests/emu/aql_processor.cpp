@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -726,3 +727,41 @@ TEST_CASE("ThreadSanitizer reports a body written after its header (adversarial 
   CHECK(WEXITSTATUS(status) == 66);
 }
 #endif
+
+// Regression (issue 14): every wave that runs at the same time must own its own scratch. The
+// private segment wave offset (the last system SGPR) used to be wave_index * wave bytes, so the
+// first waves of two workgroups running on two workers shared the same scratch bytes.
+TEST_CASE("concurrent workgroups get disjoint scratch wave offsets") {
+  emu::aql_processor_options opt;
+  opt.workers = 2;
+  queue_fixture f(arch::family::gfx11, opt);
+  std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+  std::mutex mu;
+  std::multiset<std::uint32_t> live;  // wave offsets of the waves running now
+  int collisions = 0, max_live_workgroups = 0, live_workgroups = 0;
+  f.registry.add("scratchy", [&](emu::workgroup_context& wg) {
+    std::vector<std::uint32_t> mine;
+    for (const emu::wave_state& w : wg.waves()) mine.push_back(w.sgpr[w.sgpr_initialized - 1]);
+    {
+      std::lock_guard l(mu);
+      for (std::uint32_t off : mine) collisions += static_cast<int>(live.count(off));
+      live.insert(mine.begin(), mine.end());
+      max_live_workgroups = std::max(max_live_workgroups, ++live_workgroups);
+    }
+    std::this_thread::sleep_for(3ms);
+    std::lock_guard l(mu);
+    for (std::uint32_t off : mine) live.erase(live.find(off));
+    --live_workgroups;
+  });
+  abi::kernel_descriptor kd = descriptor(vadd_props, 4, 0);
+  kd.compute_pgm_rsrc2 |= abi::compute_pgm_rsrc2::enable_private_segment::put(1);
+  const auto ko = make_kernel_object(f.vm, kos, kd, "scratchy");
+  auto p = dispatch_1d(ko, 0, 16 * 128, 128, 0);  // 16 workgroups of 2 wave64 each
+  p.private_segment_size = 64;
+  f.submit(p);
+  REQUIRE(f.proc->wait_retired(1, 5s));
+  CHECK_FALSE(f.proc->has_error());
+  std::lock_guard l(mu);
+  CHECK(max_live_workgroups >= 2);  // the workers did overlap, so the check below means something
+  CHECK(collisions == 0);
+}

@@ -30,6 +30,7 @@
 #include <aqueduct/emu/host_kernel.hpp>
 #include <aqueduct/emu/queue_wakeup.hpp>
 #include <aqueduct/emu/wave_state.hpp>
+#include <aqueduct/emu/workgroup_executor.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -161,13 +162,9 @@ class aql_processor : public queue_wakeup {
     std::shared_ptr<dispatch_job> job;  // null for barrier packets
   };
   struct dispatch_job {
-    abi::kernel_descriptor kd{};
-    abi::kernel_dispatch_packet pkt{};
-    dispatch_inputs inputs{};
+    dispatch_plan plan;
     std::vector<std::uint32_t> kernarg_copy;  // for kernarg preload
-    std::shared_ptr<const host_kernel_fn> fn;
     std::uint64_t total_wg = 0;
-    std::uint32_t lds_bytes = 0;
     std::uint64_t next_wg = 0;                 // guarded by mu_
     std::atomic<std::uint64_t> done_wg{0};
     std::atomic<bool> complete{false};  // every workgroup ran (or was skipped after a fault)
@@ -189,7 +186,8 @@ class aql_processor : public queue_wakeup {
   }
 
   void start() {
-    for (unsigned i = 0; i < opt_.workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+    // Scratch slot 0 is the processor thread's (inline dispatches), worker i has slot i + 1.
+    for (unsigned i = 0; i < opt_.workers; ++i) workers_.emplace_back([this, i] { worker_loop(i + 1); });
     thread_ = std::thread([this] { run(); });
   }
 
@@ -402,8 +400,9 @@ class aql_processor : public queue_wakeup {
     if (p.kernel_object == 0 || p.kernel_object % 64 != 0 || !vm_.is_mapped(p.kernel_object, sizeof(abi::kernel_descriptor)))
       return bad(aql_fault::kernel_object_not_mapped, p.kernel_object, "");
     auto job = std::make_shared<dispatch_job>();
-    std::memcpy(&job->kd, host<const void>(p.kernel_object), sizeof job->kd);
-    const auto& kd = job->kd;
+    job->plan.family = b_.family;
+    std::memcpy(&job->plan.kd, host<const void>(p.kernel_object), sizeof job->plan.kd);
+    const auto& kd = job->plan.kd;
     const std::uint64_t entry = p.kernel_object + static_cast<std::uint64_t>(kd.kernel_code_entry_byte_offset);
     if (entry % abi::kernel_code_entry_align != 0 || !vm_.is_mapped(entry, sizeof(emulated_code_blob)))
       return bad(aql_fault::bad_kernel_descriptor, entry, "kernel code entry misaligned or not mapped");
@@ -411,8 +410,8 @@ class aql_processor : public queue_wakeup {
     std::memcpy(&blob, host<const void>(entry), sizeof blob);
     const std::string_view name = emulated_code_name(blob);
     if (name.empty()) return bad(aql_fault::bad_kernel_descriptor, entry, "no emulated code at the kernel entry");
-    job->fn = registry_.find(name);
-    if (!job->fn) return bad(aql_fault::unknown_host_kernel, entry, "host kernel '" + std::string(name) + "'");
+    job->plan.fn = registry_.find(name);
+    if (!job->plan.fn) return bad(aql_fault::unknown_host_kernel, entry, "host kernel '" + std::string(name) + "'");
     namespace kcp = abi::kernel_code_properties;
     namespace r2 = abi::compute_pgm_rsrc2;
     const std::uint16_t props = kd.kernel_code_properties;
@@ -432,18 +431,19 @@ class aql_processor : public queue_wakeup {
     if (p.completion_signal != 0 && !signal_ok(p.completion_signal))
       return bad(aql_fault::signal_not_mapped, p.completion_signal, "completion signal");
 
-    job->pkt = p;
-    job->lds_bytes = static_cast<std::uint32_t>(lds);
-    job->inputs.packet_va = b_.ring_va + (launch_ & (slots_ - 1)) * abi::aql_packet_size;
-    job->inputs.queue_va = b_.amd_queue_va;
-    job->inputs.dispatch_id = launch_;
+    job->plan.pkt = p;
+    job->plan.lds_bytes = static_cast<std::uint32_t>(lds);
+    dispatch_inputs& inputs = job->plan.inputs;
+    inputs.packet_va = b_.ring_va + (launch_ & (slots_ - 1)) * abi::aql_packet_size;
+    inputs.queue_va = b_.amd_queue_va;
+    inputs.dispatch_id = launch_;
     bool profiling = false;
     if (b_.amd_queue_va != 0) {
       auto* q = host<abi::amd_queue>(b_.amd_queue_va);
       for (int i = 0; i < 4; ++i)
-        job->inputs.scratch_srd[i] =
+        inputs.scratch_srd[i] =
             std::atomic_ref<std::uint32_t>(q->scratch_resource_descriptor[i]).load(std::memory_order_relaxed);
-      job->inputs.scratch_base =
+      inputs.scratch_base =
           std::atomic_ref<std::uint64_t>(q->scratch_backing_memory_location).load(std::memory_order_relaxed);
       profiling = abi::amd_queue_properties::enable_profiling::get(
                       std::atomic_ref<std::uint32_t>(q->queue_properties).load(std::memory_order_relaxed)) != 0;
@@ -454,8 +454,8 @@ class aql_processor : public queue_wakeup {
         return bad(aql_fault::kernarg_not_mapped, p.kernarg_address, "kernarg preload");
       job->kernarg_copy.resize(dwords);
       std::memcpy(job->kernarg_copy.data(), host<const void>(p.kernarg_address), dwords * 4ull);
-      job->inputs.kernarg_host = job->kernarg_copy.data();
-      job->inputs.kernarg_dwords = dwords;
+      inputs.kernarg_host = job->kernarg_copy.data();
+      inputs.kernarg_dwords = dwords;
     }
     const auto g = geometry_of(p, 0);
     job->total_wg = std::uint64_t(g.count[0]) * g.count[1] * g.count[2];
@@ -466,7 +466,8 @@ class aql_processor : public queue_wakeup {
       std::atomic_ref<std::uint64_t>(host<abi::amd_signal>(p.completion_signal)->start_ts)
           .store(events_.timestamp(), std::memory_order_relaxed);
     if (opt_.workers == 0 || job->total_wg <= opt_.inline_max_workgroups) {
-      for (std::uint64_t i = 0; i < job->total_wg && !job->faulted.load(std::memory_order_relaxed); ++i) run_workgroup(*job, i);
+      for (std::uint64_t i = 0; i < job->total_wg && !job->faulted.load(std::memory_order_relaxed); ++i)
+        run_workgroup(inline_executor_, *job, i);
       job->complete.store(true, std::memory_order_release);
     } else {
       {
@@ -534,36 +535,21 @@ class aql_processor : public queue_wakeup {
   }
 
   // ---------------------------------------------------------------- workers
-  void run_workgroup(dispatch_job& job, std::uint64_t linear) {
-    const workgroup_geometry g = geometry_of(job.pkt, linear);
-    auto fault = [&](aql_fault f, std::uint64_t addr, std::string why) {
-      std::lock_guard lock(job.fault_mu);
-      if (job.fault == aql_fault::none) {
-        job.fault = f;
-        job.fault_address = addr;
-        job.fault_detail = std::move(why);
-      }
-      job.faulted.store(true, std::memory_order_release);
-    };
-    try {
-      const std::vector<wave_state> waves = build_workgroup_waves(job.kd, job.pkt, job.inputs, b_.family, g);
-      thread_local std::vector<std::byte> lds;
-      lds.assign(job.lds_bytes, std::byte{0xA5});  // LDS starts undefined: never zero by luck
-      workgroup_context ctx(vm_, waves, std::span<std::byte>(lds.data(), job.lds_bytes), g);
-      (*job.fn)(ctx);
-    } catch (const memory_fault& m) {
-      char why[128];
-      std::snprintf(why, sizeof why, "%s of %llu bytes in workgroup (%u,%u,%u)", m.write ? "write" : "read",
-                    static_cast<unsigned long long>(m.length), g.id[0], g.id[1], g.id[2]);
-      fault(aql_fault::memory_violation, m.address, why);
-    } catch (const std::exception& ex) {
-      fault(aql_fault::host_kernel_exception, 0, ex.what());
-    } catch (...) {
-      fault(aql_fault::host_kernel_exception, 0, "unknown exception");
+  void run_workgroup(workgroup_executor& ex, dispatch_job& job, std::uint64_t linear) {
+    auto f = ex.run(job.plan, linear);
+    if (!f) return;
+    std::lock_guard lock(job.fault_mu);
+    if (job.fault == aql_fault::none) {
+      job.fault = f->what == workgroup_fault::kind::memory_violation ? aql_fault::memory_violation
+                                                                    : aql_fault::host_kernel_exception;
+      job.fault_address = f->address;
+      job.fault_detail = std::move(f->detail);
     }
+    job.faulted.store(true, std::memory_order_release);
   }
 
-  void worker_loop() {
+  void worker_loop(unsigned slot) {
+    workgroup_executor ex(vm_, slot);
     for (;;) {
       std::shared_ptr<dispatch_job> job;
       std::uint64_t wg = 0;
@@ -576,7 +562,7 @@ class aql_processor : public queue_wakeup {
         wg = job->next_wg++;
         if (job->next_wg >= job->total_wg) jobs_.pop_front();
       }
-      if (!job->faulted.load(std::memory_order_acquire)) run_workgroup(*job, wg);
+      if (!job->faulted.load(std::memory_order_acquire)) run_workgroup(ex, *job, wg);
       if (job->done_wg.fetch_add(1, std::memory_order_acq_rel) + 1 == job->total_wg) {
         job->complete.store(true, std::memory_order_release);
         notify();
@@ -590,6 +576,7 @@ class aql_processor : public queue_wakeup {
   event_notifier& events_;
   const host_kernel_registry& registry_;
   aql_processor_options opt_;
+  workgroup_executor inline_executor_{vm_, 0};  // processor thread only
   abi::aql_slot* ring_ = nullptr;
   std::uint64_t slots_ = 0;
   std::uint64_t* rptr_ = nullptr;

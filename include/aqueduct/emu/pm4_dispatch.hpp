@@ -21,6 +21,7 @@
 #include <aqueduct/emu/host_kernel.hpp>
 #include <aqueduct/emu/pm4_processor.hpp>
 #include <aqueduct/emu/wave_state.hpp>
+#include <aqueduct/emu/workgroup_executor.hpp>
 
 #include <array>
 #include <cstddef>
@@ -61,8 +62,8 @@ inline pm4_processor::step pm4_processor::dispatch_direct(std::span<const std::u
   const std::string_view name = emulated_code_name(blob);
   if (name.empty()) return bad(pm4_fault::bad_dispatch, "no emulated code at COMPUTE_PGM_LO/HI", pgm);
   auto st = std::make_unique<dispatch_state>();
-  st->fn = registry_.find(name);
-  if (!st->fn) return bad(pm4_fault::unknown_host_kernel, "host kernel '" + std::string(name) + "'", pgm);
+  st->plan.fn = registry_.find(name);
+  if (!st->plan.fn) return bad(pm4_fault::unknown_host_kernel, "host kernel '" + std::string(name) + "'", pgm);
   // RSRC1.PRIV policy (spec/kfd.md §4).
   std::uint32_t rsrc1 = reg(0x2E12);
   const std::uint32_t rsrc2 = reg(0x2E13);
@@ -78,14 +79,15 @@ inline pm4_processor::step pm4_processor::dispatch_direct(std::span<const std::u
   // Registers → wave state.
   const unsigned user = r2::user_sgpr_count::get(rsrc2);
   if (user > 16) return bad(pm4_fault::bad_dispatch, "RSRC2.USER_SGPR > 16 (only COMPUTE_USER_DATA_0..15 exist)");
-  st->user_count = user;
-  for (unsigned i = 0; i < user; ++i) st->user[i] = reg(0x2E40 + i);
+  st->plan.family = b_.family;
+  st->plan.user_data_count = user;
+  for (unsigned i = 0; i < user; ++i) st->plan.user_data[i] = reg(0x2E40 + i);
   const bool wave32 = !gfx9_form_ && abi::pm4::dispatch_initiator::cs_w32_en::get(init) != 0;
-  st->kd.compute_pgm_rsrc2 = rsrc2 & ~(0x1FFu << 15);  // LDS comes from LDS_SIZE below, not a KD field
-  st->kd.kernel_code_properties = wave32 ? abi::kernel_code_properties::enable_wavefront_size32::put(1) : 0;
+  st->plan.kd.compute_pgm_rsrc2 = rsrc2 & ~(0x1FFu << 15);  // LDS comes from LDS_SIZE below, not a KD field
+  st->plan.kd.kernel_code_properties = wave32 ? abi::kernel_code_properties::enable_wavefront_size32::put(1) : 0;
   const std::uint32_t granule = 512;  // LDS_SIZE granule on GFX7–GFX12.0 (spec §1.5)
-  st->lds_bytes = ((rsrc2 >> 15) & 0x1FFu) * granule;
-  if (st->lds_bytes > opt_.max_lds_bytes) return bad(pm4_fault::bad_dispatch, "RSRC2.LDS_SIZE above the CU's LDS");
+  st->plan.lds_bytes = ((rsrc2 >> 15) & 0x1FFu) * granule;
+  if (st->plan.lds_bytes > opt_.max_lds_bytes) return bad(pm4_fault::bad_dispatch, "RSRC2.LDS_SIZE above the CU's LDS");
   std::array<std::uint32_t, 3> block{};
   for (int d = 0; d < 3; ++d) block[d] = reg(0x2E07 + d) & (b_.family == arch::family::gfx12 ? 0x1FFFu : 0xFFFFu);
   if (block[0] == 0 || block[1] == 0 || block[2] == 0) return bad(pm4_fault::bad_dispatch, "COMPUTE_NUM_THREAD_X/Y/Z is 0");
@@ -96,13 +98,13 @@ inline pm4_processor::step pm4_processor::dispatch_direct(std::span<const std::u
   for (int d = 0; d < 3; ++d) grid[d] = threads ? p[1 + d] : std::uint64_t(p[1 + d]) * block[d];
   if (grid[0] > 0xFFFFFFFFu || grid[1] > 0xFFFFFFFFu || grid[2] > 0xFFFFFFFFu)
     return bad(pm4_fault::bad_dispatch, "grid larger than 2^32 work-items in a dimension");
-  st->pkt.workgroup_size_x = static_cast<std::uint16_t>(block[0]);
-  st->pkt.workgroup_size_y = static_cast<std::uint16_t>(block[1]);
-  st->pkt.workgroup_size_z = static_cast<std::uint16_t>(block[2]);
-  st->pkt.grid_size_x = static_cast<std::uint32_t>(grid[0]);
-  st->pkt.grid_size_y = static_cast<std::uint32_t>(grid[1]);
-  st->pkt.grid_size_z = static_cast<std::uint32_t>(grid[2]);
-  const auto g0 = geometry_of(st->pkt, 0);
+  st->plan.pkt.workgroup_size_x = static_cast<std::uint16_t>(block[0]);
+  st->plan.pkt.workgroup_size_y = static_cast<std::uint16_t>(block[1]);
+  st->plan.pkt.workgroup_size_z = static_cast<std::uint16_t>(block[2]);
+  st->plan.pkt.grid_size_x = static_cast<std::uint32_t>(grid[0]);
+  st->plan.pkt.grid_size_y = static_cast<std::uint32_t>(grid[1]);
+  st->plan.pkt.grid_size_z = static_cast<std::uint32_t>(grid[2]);
+  const auto g0 = geometry_of(st->plan.pkt, 0);
   st->total_wg = std::uint64_t(g0.count[0]) * g0.count[1] * g0.count[2];
   const unsigned wsize = wave32 ? 32u : 64u;
   st->waves_per_wg = static_cast<unsigned>((block[0] * block[1] * block[2] + wsize - 1) / wsize);
@@ -119,14 +121,11 @@ inline pm4_processor::step pm4_processor::dispatch_direct(std::span<const std::u
 }
 
 inline std::vector<wave_state> pm4_processor::fresh_waves(const dispatch_state& st, std::uint64_t wg) const {
-  std::vector<wave_state> waves = build_workgroup_waves(st.kd, st.pkt, dispatch_inputs{}, b_.family, geometry_of(st.pkt, wg));
-  for (auto& w : waves)
-    for (unsigned i = 0; i < st.user_count; ++i) w.sgpr[i] = st.user[i];
-  return waves;
+  return workgroup_executor(vm_, 0).initial_waves(st.plan, wg);
 }
 
 inline pm4_processor::step pm4_processor::run_dispatch(dispatch_state& st, std::span<const std::uint32_t> p, bool in_ib) {
-  std::vector<std::byte> lds;
+  workgroup_executor executor(vm_, 0);  // one workgroup at a time, on this thread
   for (std::uint64_t wg = 0; wg < st.total_wg; ++wg) {
     current_ = &st;
     current_wg_ = wg;
@@ -152,22 +151,9 @@ inline pm4_processor::step pm4_processor::run_dispatch(dispatch_state& st, std::
     } else {
       waves = fresh_waves(st, wg);
     }
-    lds.assign(st.lds_bytes, std::byte{0xA5});  // LDS starts undefined: never zero by luck
-    const workgroup_geometry g = geometry_of(st.pkt, wg);
-    try {
-      workgroup_context ctx(vm_, waves, std::span<std::byte>(lds.data(), lds.size()), g);
-      (*st.fn)(ctx);
-    } catch (const memory_fault& m) {
-      char why[128];
-      std::snprintf(why, sizeof why, "%s of %llu bytes in workgroup (%u,%u,%u)", m.write ? "write" : "read",
-                    static_cast<unsigned long long>(m.length), g.id[0], g.id[1], g.id[2]);
-      fail(pm4_fault::memory_violation, p, m.address, in_ib, why);
-      return step::fault;
-    } catch (const std::exception& ex) {
-      fail(pm4_fault::host_kernel_exception, p, 0, in_ib, ex.what());
-      return step::fault;
-    } catch (...) {
-      fail(pm4_fault::host_kernel_exception, p, 0, in_ib, "unknown exception");
+    if (auto f = executor.run(st.plan, wg, waves)) {
+      fail(f->what == workgroup_fault::kind::memory_violation ? pm4_fault::memory_violation : pm4_fault::host_kernel_exception,
+           p, f->address, in_ib, f->detail);
       return step::fault;
     }
     ++wg_since_preempt_;

@@ -353,12 +353,9 @@ class pm4_processor : public queue_wakeup {
 
   // ------------------------------------------------------------------ dispatch (emu/pm4_dispatch.hpp)
   struct dispatch_state {
-    std::shared_ptr<const host_kernel_fn> fn;
-    abi::kernel_descriptor kd{};          // synthesized: rsrc2 and the wave32 bit
-    abi::kernel_dispatch_packet pkt{};    // synthesized: grid and workgroup sizes
-    std::array<std::uint32_t, 16> user{};
-    unsigned user_count = 0;
-    std::uint32_t lds_bytes = 0;
+    // kd synthesized (rsrc2 and the wave32 bit), pkt synthesized (grid and workgroup sizes),
+    // user SGPRs from COMPUTE_USER_DATA_*.
+    dispatch_plan plan;
     std::uint64_t total_wg = 0;
     unsigned waves_per_wg = 1;
     bool hangs_on_preemption = false;  // DEGFX11_12113 without PRIV

@@ -107,12 +107,15 @@ struct workgroup_geometry {
 }
 
 // The waves of one workgroup with their initial SGPRs and VGPRs.
+// `first_wave_slot`: the scratch wave slot of wave 0 (emu/workgroup_executor.hpp); wave w gets
+// private segment wave offset (first_wave_slot + w) * wave size * private_segment_size.
 // Preconditions (checked by the packet processor): the descriptor's enabled user SGPRs fit in
 // rsrc2.USER_SGPR_COUNT and the total stays below max_wave_sgprs.
 [[nodiscard]] inline std::vector<wave_state> build_workgroup_waves(const abi::kernel_descriptor& kd,
                                                                    const abi::kernel_dispatch_packet& p,
                                                                    const dispatch_inputs& in, arch::family fam,
-                                                                   const workgroup_geometry& g) {
+                                                                   const workgroup_geometry& g,
+                                                                   unsigned first_wave_slot = 0) {
   namespace kcp = abi::kernel_code_properties;
   namespace r2 = abi::compute_pgm_rsrc2;
   const std::uint16_t props = kd.kernel_code_properties;
@@ -172,7 +175,8 @@ struct workgroup_geometry {
     if (r2::enable_sgpr_workgroup_info::get(rsrc2))
       ws.sgpr[info_sgpr] = (w == 0 ? 0x80000000u : 0u) | (nwaves & 0x3Fu);
     if (r2::enable_private_segment::get(rsrc2))
-      ws.sgpr[wave_offset_sgpr] = w * wsize * p.private_segment_size;  // byte offset of this wave's scratch
+      // Byte offset of this wave's scratch: by wave slot, so waves in flight together never share.
+      ws.sgpr[wave_offset_sgpr] = (first_wave_slot + w) * wsize * p.private_segment_size;
     for (unsigned lane = 0; lane < wsize; ++lane) {
       const std::uint32_t flat = w * wsize + lane;
       if (flat >= items) break;

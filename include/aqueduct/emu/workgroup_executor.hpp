@@ -1,0 +1,125 @@
+// aqueduct/emu/workgroup_executor.hpp — runs one workgroup of a dispatch, for every packet engine.
+//
+// Layer: emu. The AQL processor (emu/aql_processor.hpp) and the PM4 MEC (emu/pm4_dispatch.hpp)
+// decode their dispatches differently — a packet and a kernel descriptor, or SH registers — but
+// from then on a dispatch is the same thing: a `dispatch_plan` (descriptor, grid, the CP's
+// inputs, LDS bytes, the code to run). A `workgroup_executor` builds a workgroup's initial waves
+// (emu/wave_state.hpp) and runs them, turning what goes wrong into a `workgroup_fault` that the
+// engine reports as its queue error.
+//
+// Scratch: waves that run at the same time must not share private memory. Each executor owns
+// a "slot" (one per thread that runs workgroups: the processor thread is slot 0, worker i is
+// slot i+1); its waves get private segment wave offsets from wave slot
+// slot * max_waves_per_workgroup on, so two workgroups in flight on two threads never overlap
+// (before this, every workgroup's wave 0 got offset 0 — issue 14).
+// Thread safety: a plan is read-only while it runs; one executor per thread.
+#pragma once
+
+#include <aqueduct/abi/aql.hpp>
+#include <aqueduct/abi/kernel_descriptor.hpp>
+#include <aqueduct/arch/family.hpp>
+#include <aqueduct/emu/host_kernel.hpp>
+#include <aqueduct/emu/wave_state.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace aqueduct::emu {
+
+// Waves a workgroup can have at most (1024 work-items, AMDGPUUsage).
+[[nodiscard]] constexpr unsigned max_waves_per_workgroup(unsigned wave_size) noexcept {
+  return (1024 + wave_size - 1) / wave_size;
+}
+
+// One dispatch, as every engine sees it once decoded.
+struct dispatch_plan {
+  abi::kernel_descriptor kd{};        // the descriptor (PM4: synthesized from the registers)
+  abi::kernel_dispatch_packet pkt{};  // grid and workgroup sizes, private_segment_size, kernarg
+  dispatch_inputs inputs{};           // what the CP adds (dispatch/queue ptr, scratch, preload)
+  arch::family family = arch::family::gfx11;
+  std::uint32_t lds_bytes = 0;
+  std::shared_ptr<const host_kernel_fn> fn;  // the host kernel to call once per workgroup
+  // PM4: COMPUTE_USER_DATA_0..n-1 replace the user SGPRs the descriptor would give.
+  std::array<std::uint32_t, 16> user_data{};
+  unsigned user_data_count = 0;
+
+  [[nodiscard]] std::uint64_t total_workgroups() const noexcept {
+    const workgroup_geometry g = geometry_of(pkt, 0);
+    return std::uint64_t(g.count[0]) * g.count[1] * g.count[2];
+  }
+  [[nodiscard]] unsigned wave_size() const noexcept { return wave_size_of(kd, family); }
+};
+
+// What ended a workgroup early.
+struct workgroup_fault {
+  enum class kind : std::uint8_t { memory_violation, kernel_exception };
+  kind what = kind::kernel_exception;
+  std::uint64_t address = 0;
+  std::string detail;
+};
+
+class workgroup_executor {
+ public:
+  // `slot` distinguishes executors that run at the same time (see the header comment).
+  workgroup_executor(const vm_access& vm, unsigned slot) noexcept : vm_(&vm), slot_(slot) {}
+
+  [[nodiscard]] unsigned slot() const noexcept { return slot_; }
+
+  // The initial waves of workgroup `wg`, with this executor's scratch wave slots.
+  [[nodiscard]] std::vector<wave_state> initial_waves(const dispatch_plan& plan, std::uint64_t wg) const {
+    const unsigned first_slot = slot_ * max_waves_per_workgroup(plan.wave_size());
+    std::vector<wave_state> waves =
+        build_workgroup_waves(plan.kd, plan.pkt, plan.inputs, plan.family, geometry_of(plan.pkt, wg), first_slot);
+    for (auto& w : waves)
+      for (unsigned i = 0; i < plan.user_data_count; ++i) w.sgpr[i] = plan.user_data[i];
+    return waves;
+  }
+
+  // Runs workgroup `wg` from fresh waves.
+  [[nodiscard]] std::optional<workgroup_fault> run(const dispatch_plan& plan, std::uint64_t wg) {
+    std::vector<wave_state> waves;
+    try {
+      waves = initial_waves(plan, wg);
+    } catch (const std::exception& ex) {
+      return workgroup_fault{workgroup_fault::kind::kernel_exception, 0, ex.what()};
+    }
+    return run(plan, wg, waves);
+  }
+
+  // Runs workgroup `wg` from the given waves (fresh, or restored from a CWSR image).
+  [[nodiscard]] std::optional<workgroup_fault> run(const dispatch_plan& plan, std::uint64_t wg,
+                                                   std::span<const wave_state> waves) {
+    const workgroup_geometry g = geometry_of(plan.pkt, wg);
+    try {
+      lds_.assign(plan.lds_bytes, std::byte{0xA5});  // LDS starts undefined: never zero by luck
+      workgroup_context ctx(*vm_, waves, std::span<std::byte>(lds_.data(), plan.lds_bytes), g);
+      if (!plan.fn) return workgroup_fault{workgroup_fault::kind::kernel_exception, 0, "no code to run"};
+      (*plan.fn)(ctx);
+    } catch (const memory_fault& m) {
+      char why[128];
+      std::snprintf(why, sizeof why, "%s of %llu bytes in workgroup (%u,%u,%u)", m.write ? "write" : "read",
+                    static_cast<unsigned long long>(m.length), g.id[0], g.id[1], g.id[2]);
+      return workgroup_fault{workgroup_fault::kind::memory_violation, m.address, why};
+    } catch (const std::exception& ex) {
+      return workgroup_fault{workgroup_fault::kind::kernel_exception, 0, ex.what()};
+    } catch (...) {
+      return workgroup_fault{workgroup_fault::kind::kernel_exception, 0, "unknown exception"};
+    }
+    return std::nullopt;
+  }
+
+ private:
+  const vm_access* vm_;
+  unsigned slot_;
+  std::vector<std::byte> lds_;
+};
+
+}  // namespace aqueduct::emu
