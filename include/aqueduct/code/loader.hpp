@@ -73,10 +73,10 @@ struct loaded_kernel {
 
 // The dispatch gate (see the header comment).
 inline result<void> check_runnable(const loaded_kernel& k, bool device_is_emulated) {
-  if (device_is_emulated && !k.runs_on_emulator())
+  // gfx11 machine code runs on the emulator's ISA interpreter (emu::isa_supported, emu/isa/).
+  if (device_is_emulated && !k.runs_on_emulator() && !k.processor.starts_with("gfx11"))
     return failure(errc::not_supported, "kernel " + k.name + " is " + k.processor +
-                                            " machine code; the emulated device runs only emulated code objects (host kernels), "
-                                            "not real gfx ISA");
+                                            " machine code; the emulated device runs emulated code objects (host kernels) and gfx11 machine code only");
   if (!device_is_emulated && k.runs_on_emulator())
     return failure(errc::not_supported, "kernel " + k.name + " is an emulated host kernel (" + k.host_kernel + "); a real GPU cannot run it");
   return ok();

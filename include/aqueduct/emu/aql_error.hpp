@@ -32,6 +32,7 @@ enum class aql_fault : std::uint8_t {
   lds_too_large,
   memory_violation,            // a host kernel touched unmapped memory
   host_kernel_exception,       // a host kernel threw
+  shader_exception,            // machine code: s_trap, illegal/unsupported instruction, budget
   body_modified_after_header,  // adversarial mode: the body changed after the header was valid
   sequence_check_failed,       // the options' sequence check rejected the packet
 };
@@ -52,6 +53,7 @@ enum class aql_fault : std::uint8_t {
     case aql_fault::lds_too_large: return "LDS request too large";
     case aql_fault::memory_violation: return "memory violation";
     case aql_fault::host_kernel_exception: return "host kernel exception";
+    case aql_fault::shader_exception: return "shader exception";
     case aql_fault::body_modified_after_header: return "packet body modified after its header was published";
     case aql_fault::sequence_check_failed: return "sequence check failed";
   }

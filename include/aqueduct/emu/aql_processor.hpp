@@ -409,9 +409,15 @@ class aql_processor : public queue_wakeup {
     emulated_code_blob blob;
     std::memcpy(&blob, host<const void>(entry), sizeof blob);
     const std::string_view name = emulated_code_name(blob);
-    if (name.empty()) return bad(aql_fault::bad_kernel_descriptor, entry, "no emulated code at the kernel entry");
-    job->plan.fn = registry_.find(name);
-    if (!job->plan.fn) return bad(aql_fault::unknown_host_kernel, entry, "host kernel '" + std::string(name) + "'");
+    if (!name.empty()) {
+      job->plan.fn = registry_.find(name);
+      if (!job->plan.fn) return bad(aql_fault::unknown_host_kernel, entry, "host kernel '" + std::string(name) + "'");
+    } else if (isa_supported(b_.family)) {
+      job->plan.code_entry = entry;  // machine code: the interpreter runs it (emu/isa/)
+    } else {
+      return bad(aql_fault::bad_kernel_descriptor, entry,
+                 "no emulated code at the kernel entry, and no ISA interpreter for " + std::string(arch::family_name(b_.family)));
+    }
     namespace kcp = abi::kernel_code_properties;
     namespace r2 = abi::compute_pgm_rsrc2;
     const std::uint16_t props = kd.kernel_code_properties;
@@ -540,8 +546,9 @@ class aql_processor : public queue_wakeup {
     if (!f) return;
     std::lock_guard lock(job.fault_mu);
     if (job.fault == aql_fault::none) {
-      job.fault = f->what == workgroup_fault::kind::memory_violation ? aql_fault::memory_violation
-                                                                    : aql_fault::host_kernel_exception;
+      job.fault = f->what == workgroup_fault::kind::memory_violation   ? aql_fault::memory_violation
+                  : f->what == workgroup_fault::kind::shader_exception ? aql_fault::shader_exception
+                                                                       : aql_fault::host_kernel_exception;
       job.fault_address = f->address;
       job.fault_detail = std::move(f->detail);
     }

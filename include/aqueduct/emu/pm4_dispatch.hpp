@@ -152,7 +152,9 @@ inline pm4_processor::step pm4_processor::run_dispatch(dispatch_state& st, std::
       waves = fresh_waves(st, wg);
     }
     if (auto f = executor.run(st.plan, wg, waves)) {
-      fail(f->what == workgroup_fault::kind::memory_violation ? pm4_fault::memory_violation : pm4_fault::host_kernel_exception,
+      fail(f->what == workgroup_fault::kind::memory_violation   ? pm4_fault::memory_violation
+           : f->what == workgroup_fault::kind::shader_exception ? pm4_fault::shader_exception
+                                                                : pm4_fault::host_kernel_exception,
            p, f->address, in_ib, f->detail);
       return step::fault;
     }

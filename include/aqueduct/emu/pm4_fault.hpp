@@ -27,6 +27,7 @@ enum class pm4_fault : std::uint8_t {
   unknown_host_kernel,
   memory_violation,       // a host kernel touched unmapped memory
   host_kernel_exception,
+  shader_exception,       // machine code: s_trap, illegal/unsupported instruction, budget
   no_eop_buffer,          // RELEASE_MEM on a queue created without an EOP buffer
   priv_on_unaffected_part,  // COMPUTE_PGM_RSRC1.PRIV on a part where it hangs (spec/kfd.md §4)
   cwsr_hang_without_priv,   // DEGFX11_12113: preempted PM4 dispatch without PRIV
@@ -47,6 +48,7 @@ enum class pm4_fault : std::uint8_t {
     case pm4_fault::unknown_host_kernel: return "unknown host kernel";
     case pm4_fault::memory_violation: return "memory violation";
     case pm4_fault::host_kernel_exception: return "host kernel exception";
+    case pm4_fault::shader_exception: return "shader exception";
     case pm4_fault::no_eop_buffer: return "RELEASE_MEM without an EOP buffer";
     case pm4_fault::priv_on_unaffected_part: return "COMPUTE_PGM_RSRC1.PRIV set on a part where it hangs";
     case pm4_fault::cwsr_hang_without_priv: return "hang on preemption: GFX11 PM4 dispatch without COMPUTE_PGM_RSRC1.PRIV";

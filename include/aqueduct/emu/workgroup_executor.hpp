@@ -19,9 +19,12 @@
 #include <aqueduct/abi/kernel_descriptor.hpp>
 #include <aqueduct/arch/family.hpp>
 #include <aqueduct/emu/host_kernel.hpp>
+#include <aqueduct/emu/isa/gfx11_interpreter.hpp>
 #include <aqueduct/emu/wave_state.hpp>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -46,7 +49,12 @@ struct dispatch_plan {
   dispatch_inputs inputs{};           // what the CP adds (dispatch/queue ptr, scratch, preload)
   arch::family family = arch::family::gfx11;
   std::uint32_t lds_bytes = 0;
-  std::shared_ptr<const host_kernel_fn> fn;  // the host kernel to call once per workgroup
+  std::shared_ptr<const host_kernel_fn> fn;  // the host kernel to call once per workgroup, or null:
+  std::uint64_t code_entry = 0;               // machine code at this GPU address (emu/isa/)
+  std::uint64_t serial = next_serial();       // tells executors their decoded-code cache is stale
+  // Wave-instructions the whole dispatch may execute (a spinning kernel ends with a fault).
+  std::shared_ptr<std::atomic<std::int64_t>> budget = std::make_shared<std::atomic<std::int64_t>>(default_budget);
+  static constexpr std::int64_t default_budget = std::int64_t(1) << 34;
   // PM4: COMPUTE_USER_DATA_0..n-1 replace the user SGPRs the descriptor would give.
   std::array<std::uint32_t, 16> user_data{};
   unsigned user_data_count = 0;
@@ -56,11 +64,21 @@ struct dispatch_plan {
     return std::uint64_t(g.count[0]) * g.count[1] * g.count[2];
   }
   [[nodiscard]] unsigned wave_size() const noexcept { return wave_size_of(kd, family); }
+  // VGPRs a wave has: rsrc1.GRANULATED_WORKITEM_VGPR_COUNT in units of 8 (the largest granule,
+  // so never fewer than the code was allocated).
+  [[nodiscard]] unsigned vgprs() const noexcept { return std::min(256u, ((kd.compute_pgm_rsrc1 & 0x3Fu) + 1) * 8); }
+  [[nodiscard]] static std::uint64_t next_serial() noexcept {
+    static std::atomic<std::uint64_t> n{1};
+    return n.fetch_add(1, std::memory_order_relaxed);
+  }
 };
+
+// Families whose machine code the interpreter runs.
+[[nodiscard]] constexpr bool isa_supported(arch::family f) noexcept { return f == arch::family::gfx11; }
 
 // What ended a workgroup early.
 struct workgroup_fault {
-  enum class kind : std::uint8_t { memory_violation, kernel_exception };
+  enum class kind : std::uint8_t { memory_violation, kernel_exception, shader_exception };
   kind what = kind::kernel_exception;
   std::uint64_t address = 0;
   std::string detail;
@@ -101,13 +119,26 @@ class workgroup_executor {
     try {
       lds_.assign(plan.lds_bytes, std::byte{0xA5});  // LDS starts undefined: never zero by luck
       workgroup_context ctx(*vm_, waves, std::span<std::byte>(lds_.data(), plan.lds_bytes), g);
-      if (!plan.fn) return workgroup_fault{workgroup_fault::kind::kernel_exception, 0, "no code to run"};
-      (*plan.fn)(ctx);
+      if (plan.fn) {
+        (*plan.fn)(ctx);
+      } else if (plan.code_entry != 0 && isa_supported(plan.family)) {
+        if (!isa_ || isa_serial_ != plan.serial) {
+          isa_ = std::make_unique<isa::gfx11_interpreter>(*vm_);  // fresh decoded-code cache
+          isa_serial_ = plan.serial;
+        }
+        isa_->run(plan.code_entry, waves, std::span<std::byte>(lds_.data(), plan.lds_bytes), plan.vgprs(), *plan.budget);
+      } else {
+        return workgroup_fault{workgroup_fault::kind::kernel_exception, 0, "no code to run"};
+      }
     } catch (const memory_fault& m) {
-      char why[128];
-      std::snprintf(why, sizeof why, "%s of %llu bytes in workgroup (%u,%u,%u)", m.write ? "write" : "read",
-                    static_cast<unsigned long long>(m.length), g.id[0], g.id[1], g.id[2]);
+      char why[160];
+      std::snprintf(why, sizeof why, "%s of %llu bytes in workgroup (%u,%u,%u)%s", m.write ? "write" : "read",
+                    static_cast<unsigned long long>(m.length), g.id[0], g.id[1], g.id[2], isa_pc());
       return workgroup_fault{workgroup_fault::kind::memory_violation, m.address, why};
+    } catch (const isa::isa_fault& f) {
+      char where[64];
+      std::snprintf(where, sizeof where, " in workgroup (%u,%u,%u)", g.id[0], g.id[1], g.id[2]);
+      return workgroup_fault{workgroup_fault::kind::shader_exception, f.pc, f.what + where};
     } catch (const std::exception& ex) {
       return workgroup_fault{workgroup_fault::kind::kernel_exception, 0, ex.what()};
     } catch (...) {
@@ -117,9 +148,20 @@ class workgroup_executor {
   }
 
  private:
+  // " at pc 0x..." of the instruction that faulted, when machine code was running.
+  const char* isa_pc() {
+    pcbuf_[0] = 0;
+    if (isa_ && isa_->faulting_pc() != 0)
+      std::snprintf(pcbuf_, sizeof pcbuf_, " at pc 0x%llx", static_cast<unsigned long long>(isa_->faulting_pc()));
+    return pcbuf_;
+  }
+
   const vm_access* vm_;
   unsigned slot_;
   std::vector<std::byte> lds_;
+  std::unique_ptr<isa::gfx11_interpreter> isa_;
+  std::uint64_t isa_serial_ = 0;
+  char pcbuf_[40] = {};
 };
 
 }  // namespace aqueduct::emu

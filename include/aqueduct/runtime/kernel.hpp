@@ -32,6 +32,7 @@
 #include <aqueduct/runtime/kernel_args.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -49,6 +50,47 @@ struct block {
   std::uint16_t x = 1, y = 1, z = 1;
 };
 
+// Where a kernel wants the hidden arguments the runtime fills (code object v5 metadata value
+// kinds; -1: not listed), found once when the kernel is looked up. Filled at each dispatch as
+// ROCr/CLR fill them (AMDGPUUsage "Code Object V5 Metadata"): block count = full workgroups,
+// group size = the workgroup size, remainder = work-items of the partial last workgroup, grid
+// dims = dimensions.
+struct hidden_arg_offsets {
+  std::int32_t block_count[3] = {-1, -1, -1};  // u32
+  std::int32_t group_size[3] = {-1, -1, -1};   // u16
+  std::int32_t remainder[3] = {-1, -1, -1};    // u16
+  std::int32_t grid_dims = -1;                 // u16
+  [[nodiscard]] static hidden_arg_offsets of(std::span<const code::kernel_arg> args) {
+    hidden_arg_offsets h;
+    static constexpr const char* xyz[3] = {"_x", "_y", "_z"};
+    for (const auto& a : args) {
+      if (!a.hidden()) continue;
+      const auto off = static_cast<std::int32_t>(a.offset);
+      for (int d = 0; d < 3; ++d) {
+        if (a.value_kind == std::string("hidden_block_count") + xyz[d]) h.block_count[d] = off;
+        if (a.value_kind == std::string("hidden_group_size") + xyz[d]) h.group_size[d] = off;
+        if (a.value_kind == std::string("hidden_remainder") + xyz[d]) h.remainder[d] = off;
+      }
+      if (a.value_kind == "hidden_grid_dims") h.grid_dims = off;
+    }
+    return h;
+  }
+  // Writes them into a kernarg slot of `kernarg_size` bytes for grid `g` in blocks of `b`.
+  void put(std::byte* slot, std::uint32_t kernarg_size, grid g, block b) const noexcept {
+    const std::uint32_t gs[3] = {g.x, g.y, g.z};
+    const std::uint32_t bs[3] = {b.x, b.y, b.z};
+    const auto at = [&](std::int32_t off, auto v) {
+      if (off >= 0 && std::uint64_t(off) + sizeof v <= kernarg_size) std::memcpy(slot + off, &v, sizeof v);
+    };
+    for (int d = 0; d < 3; ++d) {
+      at(block_count[d], static_cast<std::uint32_t>(gs[d] / bs[d]));
+      at(group_size[d], static_cast<std::uint16_t>(bs[d]));
+      at(remainder[d], static_cast<std::uint16_t>(gs[d] % bs[d]));
+    }
+    at(grid_dims, static_cast<std::uint16_t>(g.z > 1 ? 3 : g.y > 1 ? 2 : 1));
+  }
+};
+
 // What a dispatch needs of a loaded kernel: the descriptor's GPU address (AQL kernel_object), the
 // sizes a dispatch packet repeats, the descriptor's host copy (a PM4 dispatch writes the
 // registers from it) and the metadata's argument list (explicit and hidden; empty when the kernel
@@ -63,6 +105,7 @@ struct untyped_kernel {
   code::kernel_code_kind kind = code::kernel_code_kind::gfx_isa;
   abi::kernel_descriptor descriptor{};
   std::span<const code::kernel_arg> args{};
+  hidden_arg_offsets hidden{};  // filled by every dispatch
 };
 
 // A kernel whose parameters are P... (runtime/kernel_args.hpp): made by executable::get_kernel<P...>,
@@ -266,7 +309,7 @@ class executable {
   [[nodiscard]] static untyped_kernel info_of(const code::loaded_kernel& k) {
     return untyped_kernel{k.name,          k.kernel_object, static_cast<std::uint32_t>(k.kernarg_segment_size),
                           k.group_segment_fixed_size, k.private_segment_fixed_size, k.code_kind, k.descriptor,
-                          std::span<const code::kernel_arg>(k.args)};
+                          std::span<const code::kernel_arg>(k.args), hidden_arg_offsets::of(k.args)};
   }
 
   std::unique_ptr<detail::code_allocator> alloc_;

@@ -221,6 +221,7 @@ class pm4_queue {
     auto* base = static_cast<std::byte*>(s_->slots.host()) + slot * slot_bytes();
     const std::uint64_t va = s_->slots.va().value + slot * slot_bytes();
     write_kernargs(base);
+    k.hidden.put(base, k.kernarg_size, g, b);
     abi::kernel_dispatch_packet pkt{};
     pkt.setup = 3;
     pkt.workgroup_size_x = b.x;

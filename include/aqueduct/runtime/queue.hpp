@@ -243,6 +243,7 @@ class queue {
     AQUEDUCT_TRY(auto r, s_->aql->try_reserve(1, o.timeout));
     const std::uint64_t index = r.index(0);
     write_kernargs(kernarg_slot(index));
+    k.hidden.put(kernarg_slot(index), k.kernarg_size, g, b);
     r.write(0, packet_for(o, k, g, b, index));
     r.publish();
     return ticket_for(index);
