@@ -56,10 +56,10 @@ TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-
     auto exe = gpu.try_load(std::span<const std::byte>(bytes));
     INFO(std::string(exe.detail()));
     REQUIRE(exe.has_value());
-    auto q = gpu.make_queue({.slots = 16, .kernarg_bytes = 512});
+    auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
     auto run = [&](const char* name, auto g, auto b, const auto&... args) {
       CAPTURE(name);
-      auto k = exe->try_kernel(name);
+      auto k = exe->try_get_untyped_kernel(name);
       INFO(std::string(k.detail()));
       REQUIRE(k.has_value());
       auto idx = q.try_dispatch(*k, g, b, args...);
@@ -153,11 +153,11 @@ TEST_CASE("gfx1100 machine code faults: the exact bad address, and __builtin_tra
   const auto bytes = read_file(corpus_path("O2-w32"));
   auto exe = gpu.load(std::span<const std::byte>(bytes));
   {
-    auto q = gpu.make_queue({.slots = 16, .kernarg_bytes = 512});
+    auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
     auto a = gpu.alloc<float>(64), c = gpu.alloc<float>(64);
     // b points 1 MiB past a's end, far from any mapping: element 0's load faults there.
     const std::uint64_t bad_b = reinterpret_cast<std::uintptr_t>(a.data()) + (1ull << 40);
-    auto idx = q.try_dispatch(exe.get_kernel("vadd"), rt::grid{64}, rt::block{64}, a, bad_b, c, 64u);
+    auto idx = q.try_dispatch(exe.get_untyped_kernel("vadd"), rt::grid{64}, rt::block{64}, a, bad_b, c, 64u);
     REQUIRE(idx.has_value());
     auto w = q.try_wait(*idx, std::chrono::seconds(10));
     REQUIRE_FALSE(w.has_value());
@@ -170,9 +170,9 @@ TEST_CASE("gfx1100 machine code faults: the exact bad address, and __builtin_tra
     CHECK(d.find(" at pc 0x") != std::string::npos);
   }
   {
-    auto q = gpu.make_queue({.slots = 16, .kernarg_bytes = 512});
+    auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
     auto out = gpu.alloc<std::uint32_t>(64);
-    auto idx = q.try_dispatch(exe.get_kernel("trap"), rt::grid{64}, rt::block{64}, out);
+    auto idx = q.try_dispatch(exe.get_untyped_kernel("trap"), rt::grid{64}, rt::block{64}, out);
     REQUIRE(idx.has_value());
     auto w = q.try_wait(*idx, std::chrono::seconds(10));
     REQUIRE_FALSE(w.has_value());
@@ -181,5 +181,33 @@ TEST_CASE("gfx1100 machine code faults: the exact bad address, and __builtin_tra
     CHECK(d.find("shader exception") != std::string::npos);
     CHECK(d.find("s_trap") != std::string::npos);
     CHECK(d.find("at pc 0x") != std::string::npos);
+  }
+}
+
+TEST_CASE("gfx1100 machine code through a PM4 queue: the typed API, hidden arguments from the runtime") {
+  auto sys = rt::system::open({.machine = "rx7900xtx"});
+  const auto& gpu = sys.default_agent();
+  for (const char* v : variants) {
+    CAPTURE(v);
+    const auto bytes = read_file(corpus_path(v));
+    auto exe = gpu.load(std::span<const std::byte>(bytes));
+    auto k = exe.try_get_kernel<const float*, const float*, float*, std::uint32_t>("vadd");
+    INFO(std::string(k.detail()));
+    REQUIRE(k.has_value());
+    const std::uint32_t n = 777;
+    auto a = gpu.alloc<float>(n), b = gpu.alloc<float>(n), c = gpu.alloc<float>(n);
+    for (std::uint32_t i = 0; i < n; ++i) a[i] = float(i), b[i] = 0.5f * float(i), c[i] = -1.0f;
+    rt::pm4_queue_options po;
+    po.kernarg_bytes = 512;  // clang's kernarg segment with the hidden arguments is 280 bytes
+    auto q = gpu.make_queue(rt::pm4, po);
+    auto t = q.try_dispatch(*k, rt::grid{n}, rt::block{256}, a, b, c, n);
+    INFO(std::string(t.detail()));
+    REQUIRE(t.has_value());
+    auto w = q.try_wait(*t, std::chrono::seconds(60));
+    INFO(std::string(w.detail()));
+    REQUIRE(w.has_value());
+    int bad = 0;
+    for (std::uint32_t i = 0; i < n; ++i) bad += c[i] != a[i] + b[i];
+    CHECK(bad == 0);
   }
 }

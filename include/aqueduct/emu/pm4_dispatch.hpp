@@ -60,10 +60,15 @@ inline pm4_processor::step pm4_processor::dispatch_direct(std::span<const std::u
   emulated_code_blob blob;
   std::memcpy(&blob, host<const void>(pgm), sizeof blob);
   const std::string_view name = emulated_code_name(blob);
-  if (name.empty()) return bad(pm4_fault::bad_dispatch, "no emulated code at COMPUTE_PGM_LO/HI", pgm);
   auto st = std::make_unique<dispatch_state>();
-  st->plan.fn = registry_.find(name);
-  if (!st->plan.fn) return bad(pm4_fault::unknown_host_kernel, "host kernel '" + std::string(name) + "'", pgm);
+  if (!name.empty()) {
+    st->plan.fn = registry_.find(name);
+    if (!st->plan.fn) return bad(pm4_fault::unknown_host_kernel, "host kernel '" + std::string(name) + "'", pgm);
+  } else if (isa_supported(b_.family)) {
+    st->plan.code_entry = pgm;  // machine code: the interpreter runs it (emu/isa/)
+  } else {
+    return bad(pm4_fault::bad_dispatch, "no emulated code at COMPUTE_PGM_LO/HI", pgm);
+  }
   // RSRC1.PRIV policy (spec/kfd.md §4).
   std::uint32_t rsrc1 = reg(0x2E12);
   const std::uint32_t rsrc2 = reg(0x2E13);
@@ -83,6 +88,7 @@ inline pm4_processor::step pm4_processor::dispatch_direct(std::span<const std::u
   st->plan.user_data_count = user;
   for (unsigned i = 0; i < user; ++i) st->plan.user_data[i] = reg(0x2E40 + i);
   const bool wave32 = !gfx9_form_ && abi::pm4::dispatch_initiator::cs_w32_en::get(init) != 0;
+  st->plan.kd.compute_pgm_rsrc1 = rsrc1;  // VGPR count for the interpreter
   st->plan.kd.compute_pgm_rsrc2 = rsrc2 & ~(0x1FFu << 15);  // LDS comes from LDS_SIZE below, not a KD field
   st->plan.kd.kernel_code_properties = wave32 ? abi::kernel_code_properties::enable_wavefront_size32::put(1) : 0;
   const std::uint32_t granule = 512;  // LDS_SIZE granule on GFX7–GFX12.0 (spec §1.5)
