@@ -13,7 +13,7 @@ namespace {
 struct vadd_args { std::uint64_t a, b, c; std::uint32_t n; };
 
 void vadd(aq::emu::workgroup_context& ctx) {
-  const aq::host_workgroup wg(ctx);
+  const aq::emu::host_workgroup wg(ctx);
   const auto args = wg.args<vadd_args>();
   wg.for_each_item([&](std::uint64_t i) {
     if (i < args.n)
@@ -25,11 +25,12 @@ void vadd(aq::emu::workgroup_context& ctx) {
 int main() {
   auto sys = aq::system::open({.machine = "rx7900xtx"});
   const aq::agent& gpu = sys.default_agent();
-  auto exe = gpu.load(aq::host_code_object{{
-      aq::host_kernel::with_args<const float*, const float*, float*, std::uint32_t>("vadd", vadd)}});
+  auto exe = aq::emu::load(gpu, aq::emu::host_code_object{{
+      aq::emu::host_kernel::with_args<const float*, const float*, float*, std::uint32_t>("vadd", vadd)}});
   auto k = exe.get_kernel<const float*, const float*, float*, std::uint32_t>("vadd");
   const std::uint32_t n = 100000;
-  auto a = gpu.alloc<float>(n), b = gpu.alloc<float>(n), c = gpu.alloc<float>(n);
+  const auto host = aq::memory_kind::host;    // host-visible: the loop below fills them (default: device)
+  auto a = gpu.alloc<float>(n, host), b = gpu.alloc<float>(n, host), c = gpu.alloc<float>(n, host);
   for (std::uint32_t i = 0; i < n; ++i) a[i] = float(i), b[i] = 2.0f;
   auto q = gpu.make_queue(aq::aql);
   q.wait(q.dispatch(k, aq::grid{n}, aq::block{256}, a, b, c, n));

@@ -54,9 +54,9 @@ emulated& get() {
   }
   e.sys.emplace(std::move(*sys));
   const aq::agent& gpu = e.sys->default_agent();
-  aq::host_code_object hco;
+  aq::emu::host_code_object hco;
   hco.kernels.push_back({"empty", empty_kernel, 0, 0});
-  auto exe = gpu.try_load(hco);
+  auto exe = aq::emu::try_load(gpu, hco);
   if (!exe) {
     e.error = "loading the empty host kernel: " + std::string(exe.detail());
     return e;

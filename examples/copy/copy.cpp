@@ -58,10 +58,10 @@ int main(int argc, char** argv) {
   const rt::agent& g0 = sys->agents()[0];
   const rt::agent& g1 = sys->agents()[1];
 
-  auto in = g0.try_alloc<unsigned char>(bytes);                               // host, mapped to GPU 0
+  auto in = g0.try_alloc<unsigned char>(bytes, rt::memory_kind::host);       // host, mapped to GPU 0
   auto d0 = g0.try_alloc<unsigned char>(bytes, rt::memory_kind::device);      // GPU 0 VRAM
   auto d1 = g1.try_alloc<unsigned char>(bytes, rt::memory_kind::device);      // GPU 1 VRAM
-  auto out = g1.try_alloc<unsigned char>(bytes);                              // host, mapped to GPU 1
+  auto out = g1.try_alloc<unsigned char>(bytes, rt::memory_kind::host);      // host, mapped to GPU 1
   if (!in || !d0 || !d1 || !out) return fail("alloc", !in ? in.detail() : !d0 ? d0.detail() : !d1 ? d1.detail() : out.detail());
   std::uint32_t x = 0x9E3779B9u;
   for (std::uint64_t i = 0; i < bytes; ++i) {

@@ -34,7 +34,7 @@ struct vadd_args {
 // The emulated kernel: reads its kernargs and ids from the initial registers (host_kernel_abi),
 // touches memory only through the VM-checked context, one range check per wave and array.
 void vadd_host(aq::emu::workgroup_context& ctx) {
-  const rt::host_workgroup wg(ctx);
+  const aq::emu::host_workgroup wg(ctx);
   const auto args = wg.args<vadd_args>();
   wg.for_each_wave([&](std::uint64_t first, std::uint32_t lanes) {
     if (first >= args.n) return;
@@ -87,10 +87,10 @@ int main(int argc, char** argv) {
     for (char ch; in.get(ch);) bytes.push_back(static_cast<std::byte>(ch));
     exe = gpu.try_load(std::span<const std::byte>(bytes));
   } else if (gpu.emulated()) {
-    aq::host_code_object hco;
-    hco.kernels.push_back(aq::host_kernel::with_args<const float*, const float*, float*, std::uint32_t>("vadd", vadd_host));
+    aq::emu::host_code_object hco;
+    hco.kernels.push_back(aq::emu::host_kernel::with_args<const float*, const float*, float*, std::uint32_t>("vadd", vadd_host));
     hco.kernels.push_back({"empty", empty_host, 0, 0});
-    exe = gpu.try_load(hco);
+    exe = aq::emu::try_load(gpu, hco);
   } else {
     return fail("code", "this is a real GPU: pass --code FILE with a gfx code object holding vadd");
   }
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   const aq::untyped_kernel& tiny = *empty;
 
   // ---- memory -------------------------------------------------------------------------------
-  auto a = gpu.try_alloc<float>(n), b = gpu.try_alloc<float>(n), c = gpu.try_alloc<float>(n);
+  auto a = gpu.try_alloc<float>(n, aq::memory_kind::host), b = gpu.try_alloc<float>(n, aq::memory_kind::host), c = gpu.try_alloc<float>(n, aq::memory_kind::host);
   if (!a || !b || !c) return fail("allocating", !a ? a.detail() : !b ? b.detail() : c.detail());
   for (std::uint32_t i = 0; i < n; ++i) {
     (*a)[i] = static_cast<float>(i % 65536);

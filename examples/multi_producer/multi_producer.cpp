@@ -28,7 +28,7 @@ struct mark_args {
   std::uint32_t value;
 };
 void mark(aq::emu::workgroup_context& ctx) {
-  const rt::host_workgroup wg(ctx);
+  const aq::emu::host_workgroup wg(ctx);
   const auto a = wg.args<mark_args>();
   ctx.store<std::uint32_t>(a.cells + 4ull * a.index, a.value);
 }
@@ -55,13 +55,13 @@ int main(int argc, char** argv) {
   std::printf("%s\n", sys->describe().c_str());
   if (!gpu.emulated()) return fail("code", "this example's kernel is a host kernel: run it on the emulator (AQUEDUCT_EMULATE=mi300x)");
 
-  aq::host_code_object hco;
+  aq::emu::host_code_object hco;
   hco.kernels.push_back({"mark", mark, sizeof(mark_args), 0});
-  auto exe = gpu.try_load(hco);
+  auto exe = aq::emu::try_load(gpu, hco);
   if (!exe) return fail("loading", exe.detail());
   auto k = exe->get_untyped_kernel("mark");
   const std::size_t cells_n = std::size_t{threads} * per_thread;
-  auto cells = gpu.try_alloc<std::uint32_t>(cells_n);
+  auto cells = gpu.try_alloc<std::uint32_t>(cells_n, aq::memory_kind::host);
   if (!cells) return fail("allocating", cells.detail());
   for (std::size_t i = 0; i < cells_n; ++i) (*cells)[i] = 0;
   auto q = gpu.try_make_queue(aq::aql, {.slots = slots});

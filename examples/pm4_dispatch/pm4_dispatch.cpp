@@ -30,9 +30,9 @@ struct vadd_args {
   std::uint32_t n;
 };
 
-// The emulated kernel (runtime::host_kernel_abi): kernargs, ids and the grid from its registers.
+// The emulated kernel (aq::emu::host_kernel_abi): kernargs, ids and the grid from its registers.
 void vadd_host(aq::emu::workgroup_context& ctx) {
-  const rt::host_workgroup wg(ctx);
+  const aq::emu::host_workgroup wg(ctx);
   const auto args = wg.args<vadd_args>();
   wg.for_each_wave([&](std::uint64_t first, std::uint32_t lanes) {
     if (first >= args.n) return;
@@ -74,14 +74,14 @@ int main(int argc, char** argv) {
   std::printf("%s\n", sys->describe().c_str());
   const aq::agent& gpu = sys->default_agent();
 
-  aq::host_code_object hco;
+  aq::emu::host_code_object hco;
   hco.kernels.push_back({"vadd", vadd_host, sizeof(vadd_args), 0});
-  auto exe = gpu.try_load(hco);
+  auto exe = aq::emu::try_load(gpu, hco);
   if (!exe) return fail("loading code", exe.detail());
   auto vadd = exe->try_get_untyped_kernel("vadd");
   if (!vadd) return fail("kernel vadd", vadd.detail());
 
-  auto a = gpu.try_alloc<float>(n), b = gpu.try_alloc<float>(n), c = gpu.try_alloc<float>(n);
+  auto a = gpu.try_alloc<float>(n, aq::memory_kind::host), b = gpu.try_alloc<float>(n, aq::memory_kind::host), c = gpu.try_alloc<float>(n, aq::memory_kind::host);
   if (!a || !b || !c) return fail("allocating", !a ? a.detail() : !b ? b.detail() : c.detail());
   for (std::uint32_t i = 0; i < n; ++i) {
     (*a)[i] = static_cast<float>(i % 65536);
@@ -89,9 +89,12 @@ int main(int argc, char** argv) {
     (*c)[i] = -1.0f;
   }
 
-  aq::pm4_queue_options o;
-  o.emulation.preempt_interval = std::chrono::microseconds(preempt_us);
-  auto q = gpu.try_make_queue(aq::pm4, o);
+  // The emulated MEC's preemption timer: a knob of the emulated device (its engines start with
+  // the queues CREATE_QUEUE accepts).
+  auto engines = sys->emulator()->get_engine_options();
+  engines.pm4.preempt_interval = std::chrono::microseconds(preempt_us);
+  sys->emulator()->set_engine_options(engines);
+  auto q = gpu.try_make_queue(aq::pm4);
   if (!q) return fail("creating the PM4 queue", q.detail());
   const auto& cw = q->resources().cwsr_sizes();
   std::printf("queue %u: PM4 (KFD queue_type 0), typed for %s, COMPUTE_PGM_RSRC1.PRIV %s; CWSR area: ctl_stack %u, "
@@ -112,7 +115,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "  c[%u] = %g, expected %g\n", i, static_cast<double>((*c)[i]), static_cast<double>(want));
   }
   const double secs = std::chrono::duration<double>(t1 - t0).count();
-  const auto first = q->processor()->preemption_stats();
+  const auto first = sys->emulator()->engine(q->queue_id())->pm4()->preemption_stats();
   std::printf("vadd: %u elements in %.2f ms (%.1f M elements/s), %llu preemption(s) during it; %s\n", n, secs * 1e3,
               n / secs / 1e6, static_cast<unsigned long long>(first.preemptions),
               wrong ? "VERIFICATION FAILED" : "verified element by element");
@@ -128,7 +131,7 @@ int main(int argc, char** argv) {
     lat.push_back(std::chrono::duration<double, std::milli>(clk::now() - s).count());
   }
   std::sort(lat.begin(), lat.end());
-  const auto st = q->processor()->preemption_stats();
+  const auto st = sys->emulator()->engine(q->queue_id())->pm4()->preemption_stats();
   std::printf("%d more dispatches: median %.2f ms, min %.2f ms, max %.2f ms\n", runs, lat[lat.size() / 2], lat.front(), lat.back());
   std::printf("preemptions: %llu in total, %llu waves saved and restored through the CWSR area (largest save: "
               "%llu bytes of control stack, %llu bytes of workgroup state accounted)\n",

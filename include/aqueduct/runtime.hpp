@@ -5,12 +5,14 @@
 // Layer: runtime. The facade's main types are also named directly in namespace aqueduct
 // (aqueduct::system, aqueduct::agent, aqueduct::buffer, aqueduct::queue ...). The queue layer's
 // ring protocols live in aqueduct::ring (queue/), so `aq::queue` is the runtime's AQL queue.
+// Host kernels for the emulated device are aqueduct::emu::host_code_object / host_workgroup / load
+// (runtime/emulator.hpp).
 #pragma once
 
 #include <aqueduct/runtime/agent.hpp>
 #include <aqueduct/runtime/any_device.hpp>
 #include <aqueduct/runtime/copy.hpp>
-#include <aqueduct/runtime/emulation.hpp>
+#include <aqueduct/runtime/emulator.hpp>
 #include <aqueduct/runtime/kernel.hpp>
 #include <aqueduct/runtime/kernel_args.hpp>
 #include <aqueduct/runtime/memory.hpp>
@@ -32,9 +34,6 @@ using runtime::device_ptr;
 using runtime::dispatch_options;
 using runtime::executable;
 using runtime::grid;
-using runtime::host_code_object;
-using runtime::host_kernel;
-using runtime::host_workgroup;
 using runtime::kernel;
 using runtime::memory_kind;
 using runtime::open_options;

@@ -145,17 +145,17 @@ TEST_CASE("gfx code without an interpreter is refused on the emulated device; ho
   CHECK(code::check_runnable(ek, false).get_failure() == errc::not_supported);
   CHECK(ek.kernarg_segment_size == 24);
   CHECK(ek.args.size() == 3);
-  // the kernel object is an emu/host_kernel.hpp object: entry 256 bytes on, a blob naming the host kernel
+  // the kernel object is an abi/emulated_code.hpp object: entry 256 bytes on, a blob naming the host kernel
   CHECK(ek.descriptor.kernel_code_entry_byte_offset == 256);
   CHECK(ek.kernel_object.aligned(64));
-  aqueduct::emu::emulated_code_blob blob;
+  aqueduct::abi::emulated_code_blob blob;
   std::memcpy(&blob, reinterpret_cast<const std::byte*>(ek.kernel_object.value) + 256, sizeof blob);
-  CHECK(aqueduct::emu::emulated_code_name(blob) == "test.saxpy");
+  CHECK(aqueduct::abi::emulated_code_name(blob) == "test.saxpy");
   std::memcpy(&blob, reinterpret_cast<const std::byte*>(emu_exe->kernel("other").kernel_object.value) + 256, sizeof blob);
-  CHECK(aqueduct::emu::emulated_code_name(blob) == "test.other");
+  CHECK(aqueduct::abi::emulated_code_name(blob) == "test.other");
   // a real descriptor would lead the emulator to a non-blob entry
   std::memcpy(&blob, reinterpret_cast<const std::byte*>(exe.kernel("vadd").kernel_object.value) + exe.kernel("vadd").descriptor.kernel_code_entry_byte_offset, sizeof blob);
-  CHECK(aqueduct::emu::emulated_code_name(blob).empty());
+  CHECK(aqueduct::abi::emulated_code_name(blob).empty());
   code::emulated_code_object bad;
   bad.kernels = {k};
   bad.kernels[0].host_kernel = std::string(60, 'x');

@@ -674,11 +674,11 @@ TEST_CASE("try_create rejects a ring that is not mapped or not a power of two") 
   b.ring_va = va(ring.get());
   b.ring_bytes = 48 * 64;  // not a power of two
   b.read_index_va = va(&q[0].read_dispatch_id);
-  auto r = emu::aql_processor::try_create(b, vm, ev);
+  auto r = emu::aql_processor::try_create(b, vm, ev, emu::host_kernel_registry{});
   CHECK_FALSE(r.has_value());
   b.ring_bytes = 32 * 64;
   b.ring_va = 0x7000'0000'0000ull;
-  auto r2 = emu::aql_processor::try_create(b, vm, ev);
+  auto r2 = emu::aql_processor::try_create(b, vm, ev, emu::host_kernel_registry{});
   CHECK_FALSE(r2.has_value());
   CHECK(r2.error() == aqueduct::errc::invalid_argument);
 }

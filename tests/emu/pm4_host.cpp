@@ -1,5 +1,6 @@
-// emu/pm4_host.hpp: processors attached through emu::device's queue hooks to PM4 queues that the
-// kfd/ layer creates on the emulated KFD, exactly as on /dev/kfd. Includes the DESIGN.md §4
+// emu::device's PM4 engines (emu/queue_engine.hpp): the device starts a processor for every PM4
+// queue that the kfd/ layer creates on the emulated KFD, exactly as on /dev/kfd, and stops it
+// inside DESTROY_QUEUE. Includes the DESIGN.md §4
 // case: a pre-6.12 kernel accepts a CWSR area one page short of the node's cwsr_size (spec/kfd.md
 // §1.6), and the first preemption that needs the whole area is detected and reported as a hang;
 // a 6.12+ kernel refuses the same queue with EINVAL (spec/kfd.md §2.5).
@@ -7,7 +8,6 @@
 #include "pm4_rig.hpp"
 
 #include <aqueduct/emu/device.hpp>
-#include <aqueduct/emu/pm4_host.hpp>
 #include <aqueduct/kfd/driver.hpp>
 #include <aqueduct/kfd/queue_resources.hpp>
 
@@ -41,17 +41,27 @@ struct machine {
   const kfd::node* gpu = nullptr;
   std::optional<kfd::doorbell_pages<cdev>> doorbells;
   test_vm vm;  // for the test's own host buffers (identity-mapped like the emulator's)
-  emu::host_kernel_registry registry;
-  std::optional<emu::pm4_host> host;
 
   explicit machine(emu::machine_config cfg, emu::pm4_processor_options opt = {})
       : dev(emu::device::create(std::move(cfg))), file(dev) {
-    registry.add("vadd", vadd_kernel);
-    host.emplace(dev, opt, registry);
+    dev.registry().add("vadd", vadd_kernel);
+    auto eo = dev.get_engine_options();
+    eo.pm4 = opt;
+    dev.set_engine_options(eo);
     drv.emplace(kfd::driver<cdev>::open(file));
     gpu = drv->topo().gpu_nodes().at(0);
     REQUIRE(drv->try_acquire_vm(*gpu).has_value());
     doorbells.emplace(kfd::doorbell_pages<cdev>::try_map(drv->ref(), *gpu).value());
+  }
+  // The PM4 processor the device runs for `queue_id` (nullptr: none).
+  emu::pm4_processor* processor(std::uint32_t queue_id) const {
+    auto* e = dev.engine(queue_id);
+    return e ? e->pm4() : nullptr;
+  }
+  std::string attach_error(std::uint32_t queue_id) const {
+    auto* e = dev.engine(queue_id);
+    auto f = e ? e->fault() : std::nullopt;
+    return f ? std::string(f->detail()) : std::string("no engine");
   }
   aq::result<kfd::queue_resources<cdev>> make(kfd::queue_options o) {
     o.kind = kfd::queue_kind::pm4;
@@ -65,8 +75,8 @@ struct machine {
 // vadd through a pm4_queue<gfx11_priv_target> over the queue's own memory; returns the wait's result.
 aq::result<void> run_vadd(machine& m, kfd::queue_resources<cdev>& res, std::uint32_t groups, std::uint32_t block,
                           std::uint32_t* wrong = nullptr) {
-  emu::pm4_processor* proc = m.host->processor(res.queue_id());
-  REQUIRE_MESSAGE(proc != nullptr, m.host->attach_error(res.queue_id()));
+  emu::pm4_processor* proc = m.processor(res.queue_id());
+  REQUIRE_MESSAGE(proc != nullptr, m.attach_error(res.queue_id()));
   auto* page = static_cast<std::byte*>(res.pointers().host);
   aq::ring::pm4_queue<arch::gfx11_priv_target, host_doorbell> q(
       {res.ring().as<std::uint32_t>(), res.ring_size() / 4, reinterpret_cast<std::uint64_t*>(page + 64),
@@ -110,7 +120,7 @@ aq::result<void> run_vadd(machine& m, kfd::queue_resources<cdev>& res, std::uint
 
 }  // namespace
 
-TEST_CASE("pm4_host: a processor per PM4 queue created through kfd/, stopped inside DESTROY_QUEUE") {
+TEST_CASE("emu::device: a processor per PM4 queue created through kfd/, stopped inside DESTROY_QUEUE") {
   emu::pm4_processor_options opt;
   opt.preempt_every_workgroups = 5;
   machine m(emu::machine_config::parse("rx7900xtx"), opt);
@@ -118,7 +128,7 @@ TEST_CASE("pm4_host: a processor per PM4 queue created through kfd/, stopped ins
   o.ring_size = aq::byte_count(16384);
   auto res = m.make(o);
   REQUIRE_MESSAGE(res.has_value(), res.detail());
-  emu::pm4_processor* proc = m.host->processor(res->queue_id());
+  emu::pm4_processor* proc = m.processor(res->queue_id());
   REQUIRE(proc != nullptr);
   CHECK(proc->binding().cwsr.ctl_stack_size == 40960);             // spec/kfd.md §1.5, RX 7900 XTX
   CHECK(proc->binding().cwsr.ctx_save_restore_size == 46047232);
@@ -129,8 +139,8 @@ TEST_CASE("pm4_host: a processor per PM4 queue created through kfd/, stopped ins
   CHECK(wrong == 0);
   CHECK(proc->preemption_stats().preemptions >= 39);  // before workgroups 5, 10, ..., 195
   const std::uint32_t id = res->queue_id();
-  res->reset();  // DESTROY_QUEUE: the hook stops and drops the processor
-  CHECK(m.host->processor(id) == nullptr);
+  res->reset();  // DESTROY_QUEUE stops and drops the processor
+  CHECK(m.processor(id) == nullptr);
 }
 
 TEST_CASE("a CWSR area one page short: EINVAL on a 6.12+ kernel; on an older kernel, a hang at the first full preemption") {
@@ -151,7 +161,7 @@ TEST_CASE("a CWSR area one page short: EINVAL on a 6.12+ kernel; on an older ker
     machine m(std::move(cfg), opt);
     auto res = m.make(o);
     REQUIRE_MESSAGE(res.has_value(), res.detail());
-    emu::pm4_processor* proc = m.host->processor(res->queue_id());
+    emu::pm4_processor* proc = m.processor(res->queue_id());
     REQUIRE(proc != nullptr);
     CHECK_FALSE(proc->cwsr_capacity().has_value());
     // 4096 one-wave workgroups: at the first preemption 3072 waves are resident (a full machine).

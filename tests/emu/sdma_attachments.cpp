@@ -1,10 +1,9 @@
-// emu/sdma_attachments.hpp: every SDMA queue created through the raw kfd/ path on the emulated
-// device gets an engine from the device's per-queue hooks, loses it in DESTROY_QUEUE, and runs
+// emu::device's SDMA engines (emu/queue_engine.hpp): every SDMA queue created through the raw kfd/
+// path on the emulated device gets an engine at CREATE_QUEUE, loses it in DESTROY_QUEUE, and runs
 // what ring::sdma_queue publishes. Expected values: engine versions per spec/packets.md §3.2
 // (gfx9 incl. MI300 → SDMA 4, gfx10.3 → 5.2, gfx11 → 6); copy results from std::memcpy; the
 // SDMA doorbell id of a queue (spec/kfd.md §3.3: the same slot is reused after a destroy).
 #include <aqueduct/emu/device.hpp>
-#include <aqueduct/emu/sdma_attachments.hpp>
 #include <aqueduct/kfd/driver.hpp>
 #include <aqueduct/kfd/memory.hpp>
 #include <aqueduct/kfd/queue_resources.hpp>
@@ -29,10 +28,13 @@ struct rig {
     gpu = drv.topo().gpu_nodes()[0];
     REQUIRE(drv.ref().try_acquire_vm(*gpu));
     db.emplace(kfd::doorbell_pages<emu::device>::try_map(drv.ref(), *gpu).value());
-    att.emplace(drv.ref().file());
-    att->install();
   }
-  ~rig() { att.reset(); }
+  // The SDMA engine the device runs for `queue_id` (nullptr: none).
+  emu::sdma_engine* find(std::uint32_t queue_id) const {
+    auto* e = drv.ref().file().engine(queue_id);
+    return e ? e->sdma() : nullptr;
+  }
+  std::size_t size() const { return drv.ref().file().queues().size(); }
   kfd::queue_resources<emu::device> make_queue(std::uint32_t percentage = 100) {
     kfd::queue_options o;
     o.kind = kfd::queue_kind::sdma;
@@ -45,7 +47,6 @@ struct rig {
   kfd::driver<emu::device> drv;
   const kfd::node* gpu = nullptr;
   std::optional<kfd::doorbell_pages<emu::device>> db;
-  std::optional<emu::sdma_attachments> att;
 };
 
 bool wait_word(const std::uint32_t* w, std::uint32_t v) {
@@ -85,15 +86,15 @@ TEST_CASE("each SDMA queue gets an engine of its GPU's version at CREATE_QUEUE a
     CAPTURE(p.machine);
     rig r(p.machine);
     auto res = r.make_queue();
-    emu::sdma_engine* e = r.att->find(res.queue_id());
+    emu::sdma_engine* e = r.find(res.queue_id());
     REQUIRE(e);
     CHECK(e->binding().engine == p.expected);
     CHECK(e->binding().ring_va == res.ring().va.value);
     CHECK(e->binding().read_pointer_va == res.pointers().va.value);
     CHECK(e->binding().write_pointer_va == res.pointers().va.value + 64);
-    CHECK(r.att->size() == 1);
-    res.reset();  // DESTROY_QUEUE: the hook stops the engine
-    CHECK(r.att->size() == 0);
+    CHECK(r.size() == 1);
+    res.reset();  // DESTROY_QUEUE stops the engine
+    CHECK(r.size() == 0);
   }
 }
 
@@ -110,16 +111,17 @@ TEST_CASE("the engine runs what the raw queue publishes, also after its doorbell
   CHECK(res2.doorbell() == doorbell);  // same SDMA slot → same doorbell id (spec/kfd.md §3.3)
   // The new queue published nothing: its engine must not run the stale doorbell value's bytes.
   std::this_thread::sleep_for(50ms);
-  REQUIRE(r.att->find(res2.queue_id()));
-  CHECK(r.att->find(res2.queue_id())->read_offset() == 0);
+  REQUIRE(r.find(res2.queue_id()));
+  CHECK(r.find(res2.queue_id())->read_offset() == 0);
   copy_through<engine::v6_0>(r, res2, 300, 2);  // publishes 44 bytes, fewer than the stale value
 }
 
 TEST_CASE("a queue KFD would not map (percentage 0) gets no engine") {
   rig r("rx7900xtx");
   auto res = r.make_queue(0);
-  CHECK(r.att->find(res.queue_id()) == nullptr);
-  CHECK_FALSE(r.att->attach_error(res.queue_id()).has_value());
+  CHECK(r.find(res.queue_id()) == nullptr);
+  REQUIRE(r.drv.ref().file().engine(res.queue_id()));  // the port exists
+  CHECK_FALSE(r.drv.ref().file().engine(res.queue_id())->faulted());
 }
 
 TEST_CASE("sdma_engine_of follows the processor table's SDMA versions") {

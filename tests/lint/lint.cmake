@@ -16,6 +16,9 @@
 #               "layer" must appear in it), followed by `#pragma once` (STYLE rule 11).
 #   [length]    no header is longer than MAX_LINES (800) lines (STYLE rule 10).
 #   [using]     no `using namespace` at namespace (or file) scope in a header.
+#   [seam]      no runtime/ or code/ header includes emu/ (issue 10, DESIGN.md §4: the emulated
+#               device sits behind one seam, the device file and its queue port), except the
+#               one door runtime/emulator.hpp (opening an emulated device, host kernels).
 # Exit status: 0 when clean, 1 (FATAL_ERROR) when any rule is broken.
 cmake_minimum_required(VERSION 3.25)
 
@@ -51,7 +54,7 @@ function(lint_restore out text)
 endfunction()
 
 set(violations 0)
-foreach(rule layer macro preamble length using)
+foreach(rule layer macro preamble length using seam)
   set(count_${rule} 0)
 endforeach()
 
@@ -260,6 +263,9 @@ foreach(rel IN LISTS headers)
             report(layer "${rel}" ${dline} "includes ${spelled}, which is not a header of one layer; include the layer header you need instead (order: ${order_text})")
           elseif((my_layer STREQUAL "kfd" AND their_layer STREQUAL "emu") OR (my_layer STREQUAL "emu" AND their_layer STREQUAL "kfd"))
             report(layer "${rel}" ${dline} "${my_layer}/ header includes ${spelled} (layer ${their_layer}): kfd/ and emu/ never include each other (DESIGN.md §2). Move what both need down into core/ or abi/, or have emu model the kfd concept structurally")
+          elseif((my_layer STREQUAL "runtime" OR my_layer STREQUAL "code") AND their_layer STREQUAL "emu"
+                 AND NOT rel STREQUAL "runtime/emulator.hpp")
+            report(seam "${rel}" ${dline} "${my_layer}/ header includes ${spelled}: the emulator sits behind one seam (DESIGN.md §4) — the device file (runtime/any_device.hpp) and its queue port (core/queue_port.hpp). Use those, move shared wire formats to abi/, or put emulator-only API in runtime/emulator.hpp, the one runtime header that may include emu/")
           elseif(their_index GREATER my_index)
             list(SUBLIST layer_order 0 ${my_index} allowed)
             list(APPEND allowed ${my_layer})
@@ -337,7 +343,7 @@ foreach(rel IN LISTS headers)
 endforeach()
 
 set(summary "")
-foreach(rule layer macro preamble length using)
+foreach(rule layer macro preamble length using seam)
   string(APPEND summary " ${rule}=${count_${rule}}")
 endforeach()
 if(violations GREATER 0)

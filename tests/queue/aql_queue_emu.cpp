@@ -78,7 +78,7 @@ struct fixture {
     b.read_index_va = reinterpret_cast<std::uintptr_t>(&desc->read_dispatch_id);
     b.write_index_va = reinterpret_cast<std::uintptr_t>(&desc->write_dispatch_id);
     b.amd_queue_va = reinterpret_cast<std::uintptr_t>(desc);
-    proc = emu::aql_processor::create(b, vm, notifier, emu::host_kernel_registry::global(), std::move(opt));
+    proc = emu::aql_processor::create(b, vm, notifier, registry, std::move(opt));
   }
   std::uint64_t handle(int i) const { return reinterpret_cast<std::uintptr_t>(&signals[i]); }
 
@@ -90,6 +90,7 @@ struct fixture {
   test_vm vm;
   asy::host_events events{16};
   events_adapter notifier{events};
+  emu::host_kernel_registry registry;  // no kernels: these tests dispatch only barriers
   std::unique_ptr<emu::aql_processor> proc;
 };
 

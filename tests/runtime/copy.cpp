@@ -42,9 +42,9 @@ std::string hex(std::uint64_t v) {
 
 // host → device → host through `e` at odd offsets; compares against memcpy of the input.
 void round_trip(const rt::agent& gpu, rt::copy_engine& e, std::size_t n, std::size_t off) {
-  auto in = gpu.alloc<unsigned char>(n + 16);
+  auto in = gpu.alloc<unsigned char>(n + 16, rt::memory_kind::host);
   auto dev = gpu.alloc<unsigned char>(n + 16, rt::memory_kind::device);
-  auto out = gpu.alloc<unsigned char>(n + 16);
+  auto out = gpu.alloc<unsigned char>(n + 16, rt::memory_kind::host);
   pattern(in.data(), n + 16, static_cast<unsigned>(n + off));
   std::memset(out.data(), 0x5A, n + 16);
   std::vector<unsigned char> expect(n + 16, 0x5A);
@@ -75,7 +75,7 @@ TEST_CASE("SDMA copies on every preset use the agent's engine version and round-
     // past one packet's maximum on the 22-bit engines (0x3FFF00, spec §3.3)
     if (r.expected == engine::v4_0) round_trip(gpu, e, 0x3FFF00 + 5, 1);
     // a fill
-    auto f = gpu.alloc<std::uint32_t>(1024);
+    auto f = gpu.alloc<std::uint32_t>(1024, rt::memory_kind::host);
     REQUIRE(e.try_fill(f.va() + aqueduct::byte_count(4), 0xC0FFEE11u, 4 * 1000));
     CHECK(f[0] == 0);
     CHECK(f[1] == 0xC0FFEE11u);
@@ -88,7 +88,7 @@ TEST_CASE("SDMA queue: poll dependency on a host-written word, timestamps, waits
   auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = "rx7900xtx"});
   const auto& gpu = sys.default_agent();
   auto q = gpu.make_queue(rt::sdma);
-  auto mem = gpu.alloc<std::uint64_t>(512);
+  auto mem = gpu.alloc<std::uint64_t>(512, rt::memory_kind::host);
   auto* word = reinterpret_cast<std::uint32_t*>(mem.data());
   auto gate = q.try_wait_memory(mem.va(), 3);
   REQUIRE(gate);
@@ -128,7 +128,7 @@ TEST_CASE("when SDMA queues run out, copies fall back to the shader copy with co
   for (std::size_t n : {std::size_t{1}, std::size_t{4095}, std::size_t{4097}, std::size_t{3 * 4096 + 7}, std::size_t{1 << 20}})
     round_trip(gpu, fb, n, 3);
   // A fault on the shader path: an unmapped source.
-  auto out = gpu.alloc<unsigned char>(64);
+  auto out = gpu.alloc<unsigned char>(64, rt::memory_kind::host);
   std::vector<unsigned char> stray(64);
   auto f = fb.try_copy(out.va(), gpu_va(reinterpret_cast<std::uintptr_t>(stray.data())), 64);
   REQUIRE_FALSE(f);
@@ -146,10 +146,10 @@ TEST_CASE("peer copies run on the source GPU's engine once the destination is ma
   const auto& g0 = sys.agents()[0];
   const auto& g1 = sys.agents()[1];
   constexpr std::size_t n = 300000;
-  auto in = g0.alloc<unsigned char>(n);
+  auto in = g0.alloc<unsigned char>(n, rt::memory_kind::host);
   auto a = g0.alloc<unsigned char>(n, rt::memory_kind::device);
   auto b = g1.alloc<unsigned char>(n, rt::memory_kind::device);
-  auto out = g1.alloc<unsigned char>(n);
+  auto out = g1.alloc<unsigned char>(n, rt::memory_kind::host);
   pattern(in.data(), n, 77);
   std::vector<unsigned char> expect(in.data(), in.data() + n);
   auto e0 = rt::copy_engine::create(g0);
@@ -163,7 +163,7 @@ TEST_CASE("peer copies run on the source GPU's engine once the destination is ma
     REQUIRE_FALSE(r);
     CHECK(r.get_failure() == errc::device_fault);
     CHECK(std::string(r.detail()).find(hex(b.address())) != std::string::npos);
-    CHECK(e0.sdma()->engine_model()->error()->address == b.address());
+    CHECK(sys.emulator()->engine(e0.sdma()->queue_id())->sdma()->error()->address == b.address());
   }
   SUBCASE("mapped to both GPUs: the copy runs on GPU 0's SDMA engine") {
     auto m = rt::peer_mapping::try_map(b, g0);
@@ -171,9 +171,9 @@ TEST_CASE("peer copies run on the source GPU's engine once the destination is ma
     CHECK(m->peers() == std::vector<std::uint32_t>{g0.gpu_id()});
     CHECK(sys.emulator()->is_mapped(g0.gpu_id(), b.address(), n));
     CHECK(sys.emulator()->is_mapped(g1.gpu_id(), b.address(), n));
-    const auto moved_before = e0.sdma()->engine_model()->bytes_moved();
+    const auto moved_before = sys.emulator()->engine(e0.sdma()->queue_id())->sdma()->bytes_moved();
     REQUIRE(e0.try_copy(b, a));
-    CHECK(e0.sdma()->engine_model()->bytes_moved() == moved_before + n);  // GPU 0's engine did it
+    CHECK(sys.emulator()->engine(e0.sdma()->queue_id())->sdma()->bytes_moved() == moved_before + n);  // GPU 0's engine did it
     REQUIRE(e1.try_copy(out, b));
     CHECK(std::memcmp(out.data(), expect.data(), n) == 0);
     // GPU 1's engine also reached the process event page (its completion mailbox) without a fault.
@@ -200,7 +200,7 @@ TEST_CASE("an SDMA fault on an unmapped address is reported, and the queue stays
   auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = "mi300x"});
   const auto& gpu = sys.default_agent();
   auto e = rt::copy_engine::create(gpu);
-  auto buf = gpu.alloc<unsigned char>(8192);
+  auto buf = gpu.alloc<unsigned char>(8192, rt::memory_kind::host);
   std::vector<unsigned char> stray(4096);
   const std::uint64_t bad = reinterpret_cast<std::uintptr_t>(stray.data()) + 17;
   auto r = e.try_copy(buf.va(), gpu_va(bad), 100);
@@ -210,7 +210,7 @@ TEST_CASE("an SDMA fault on an unmapped address is reported, and the queue stays
   // A copy that runs off the end of a mapped buffer reports the first byte past it that no BO
   // mapped to this GPU covers (found here with the device's own VM query, page by page).
   auto e2 = rt::copy_engine::create(gpu);
-  auto big = gpu.alloc<unsigned char>(1 << 20);
+  auto big = gpu.alloc<unsigned char>(1 << 20, rt::memory_kind::host);
   const std::uint64_t dst = buf.address() + 4096;
   std::uint64_t expect = buf.address() + 8192;
   while (sys.emulator()->is_mapped(gpu.gpu_id(), expect, 1)) expect += 4096;
@@ -218,7 +218,7 @@ TEST_CASE("an SDMA fault on an unmapped address is reported, and the queue stays
   auto r2 = e2.try_copy(gpu_va(dst), big.va(), 1 << 20);
   REQUIRE_FALSE(r2);
   CHECK(r2.get_failure() == errc::device_fault);
-  CHECK(e2.sdma()->engine_model()->error()->address == expect);
+  CHECK(sys.emulator()->engine(e2.sdma()->queue_id())->sdma()->error()->address == expect);
   // Later work on the failed queue fails at once.
   auto r3 = e.try_copy(buf.va(), buf.va() + aqueduct::byte_count(100), 10);
   REQUIRE_FALSE(r3);
@@ -251,10 +251,10 @@ TEST_CASE("copier: any two buffers, on the source buffer's GPU, peer-mapping the
   const auto& g0 = sys.agents()[0];
   const auto& g1 = sys.agents()[1];
   constexpr std::size_t n = 123457;
-  auto in = g0.alloc<unsigned char>(n);
+  auto in = g0.alloc<unsigned char>(n, rt::memory_kind::host);
   auto a = g0.alloc<unsigned char>(n, rt::memory_kind::device);
   auto b = g1.alloc<unsigned char>(n, rt::memory_kind::device);
-  auto out = g0.alloc<unsigned char>(n);  // host memory of GPU 0: GPU 1 writes it through a peer mapping
+  auto out = g0.alloc<unsigned char>(n, rt::memory_kind::host);  // host memory of GPU 0: GPU 1 writes it through a peer mapping
   pattern(in.data(), n, 5);
   rt::copier c(sys.agents());
   REQUIRE(c.try_copy(a, in));
@@ -265,8 +265,8 @@ TEST_CASE("copier: any two buffers, on the source buffer's GPU, peer-mapping the
   auto e1 = c.try_engine_for(g1.gpu_id());
   REQUIRE(e0);
   REQUIRE(e1);
-  CHECK((*e0)->sdma()->engine_model()->bytes_moved() == 2 * n);  // in→a and a→b
-  CHECK((*e1)->sdma()->engine_model()->bytes_moved() == n);      // b→out
+  CHECK(sys.emulator()->engine((*e0)->sdma()->queue_id())->sdma()->bytes_moved() == 2 * n);  // in→a and a→b
+  CHECK(sys.emulator()->engine((*e1)->sdma()->queue_id())->sdma()->bytes_moved() == n);      // b→out
   CHECK_FALSE(sys.emulator()->is_mapped(g1.gpu_id(), out.address(), 1));  // peer mapping ended
   CHECK(c.try_engine_for(12345).get_failure() == errc::not_found);
 }
@@ -277,8 +277,8 @@ TEST_CASE("SDMA work waits on a runtime signal and sets one that a host wait (KF
   auto q = gpu.make_queue(rt::sdma);
   auto gate = gpu.make_signal(1);
   auto done = gpu.make_signal(1);
-  auto src = gpu.alloc<unsigned char>(4096);
-  auto dst = gpu.alloc<unsigned char>(4096);
+  auto src = gpu.alloc<unsigned char>(4096, rt::memory_kind::host);
+  auto dst = gpu.alloc<unsigned char>(4096, rt::memory_kind::host);
   pattern(src.data(), 4096, 3);
   REQUIRE(q.try_wait_signal(gate.ref(), 0));  // value == 0
   REQUIRE(q.try_copy(dst.va(), src.va(), 4096));

@@ -58,7 +58,7 @@ TEST_CASE("gfx code object on the emulator: loaded, refused at the gate, and the
   const auto& lk = exe->kernels()[0];
   rt::untyped_kernel raw{lk.name, lk.kernel_object, static_cast<std::uint32_t>(lk.kernarg_segment_size),
                  lk.group_segment_fixed_size, lk.private_segment_fixed_size, lk.code_kind};
-  auto a = gpu.alloc<float>(256);
+  auto a = gpu.alloc<float>(256, rt::memory_kind::host);
   auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
   auto idx = q.try_dispatch(raw, rt::grid{256}, rt::block{256}, a, a, a, 256u);
   REQUIRE(idx.has_value());

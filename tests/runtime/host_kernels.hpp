@@ -1,5 +1,5 @@
 // tests/runtime/host_kernels.hpp — host kernels the runtime tests dispatch on the emulator.
-// Each follows runtime::host_kernel_abi: it finds the dispatch packet, its kernargs and its
+// Each follows aq::emu::host_kernel_abi: it finds the dispatch packet, its kernargs and its
 // workgroup id in the initial SGPRs and its work-item ids in v0, as compiled code would.
 #pragma once
 
@@ -19,7 +19,7 @@ struct vadd_args {
   std::uint32_t n;
 };
 inline void vadd(emu::workgroup_context& ctx) {
-  const rt::host_workgroup wg(ctx);
+  const emu::host_workgroup wg(ctx);
   const auto args = wg.args<vadd_args>();
   wg.for_each_wave([&](std::uint64_t first, std::uint32_t lanes) {
     if (first >= args.n) return;
@@ -38,7 +38,7 @@ struct store_args {
   std::uint32_t value;
 };
 inline void store(emu::workgroup_context& ctx) {
-  const rt::host_workgroup wg(ctx);
+  const emu::host_workgroup wg(ctx);
   const auto a = wg.args<store_args>();
   ctx.store<std::uint32_t>(a.out + 4ull * a.index, a.value);
 }
@@ -51,7 +51,7 @@ struct chain_args {
   std::uint32_t add;
 };
 inline void chain(emu::workgroup_context& ctx) {
-  const rt::host_workgroup wg(ctx);
+  const emu::host_workgroup wg(ctx);
   const auto a = wg.args<chain_args>();
   const auto prev = ctx.load<std::uint32_t>(a.data + 4ull * (a.index - 1));
   ctx.store<std::uint32_t>(a.data + 4ull * a.index, prev + a.add);
@@ -74,12 +74,12 @@ K get(const rt::executable& exe, std::string_view name) {
   return typed_lookup<K>::get(exe, name);
 }
 
-inline rt::host_code_object test_kernels() {
-  rt::host_code_object c;
-  c.kernels.push_back(rt::host_kernel::with_args<const float*, const float*, float*, std::uint32_t>("vadd", vadd));
-  c.kernels.push_back(rt::host_kernel::with_args<std::uint32_t*, std::uint32_t, std::uint32_t>("store", store));
-  c.kernels.push_back(rt::host_kernel::with_args<std::uint32_t*, std::uint32_t, std::uint32_t>("chain", chain));
-  c.kernels.push_back(rt::host_kernel::with_args<>("nothing", nothing));
+inline emu::host_code_object test_kernels() {
+  emu::host_code_object c;
+  c.kernels.push_back(emu::host_kernel::with_args<const float*, const float*, float*, std::uint32_t>("vadd", vadd));
+  c.kernels.push_back(emu::host_kernel::with_args<std::uint32_t*, std::uint32_t, std::uint32_t>("store", store));
+  c.kernels.push_back(emu::host_kernel::with_args<std::uint32_t*, std::uint32_t, std::uint32_t>("chain", chain));
+  c.kernels.push_back(emu::host_kernel::with_args<>("nothing", nothing));
   return c;
 }
 

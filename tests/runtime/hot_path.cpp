@@ -29,10 +29,10 @@ TEST_CASE("dispatch hot path: no allocation, no device-file call (with controls)
   REQUIRE(sys.has_value());
   REQUIRE(sys->emulated());
   const auto& gpu = sys->default_agent();
-  auto exe = gpu.load(test_kernels());
+  auto exe = aq::emu::load(gpu, test_kernels());
   auto store = exe.get_untyped_kernel("store");
   constexpr std::uint32_t n = 2000;
-  auto out = gpu.alloc<std::uint32_t>(n);
+  auto out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
   for (std::uint32_t i = 0; i < n; ++i) out[i] = 0;
   auto q = gpu.make_queue(aq::aql, {.slots = 4096});
   auto gate = gpu.make_signal(0);
@@ -61,7 +61,7 @@ TEST_CASE("dispatch hot path: no allocation, no device-file call (with controls)
 
   // Controls: the counters count.
   counting = true;
-  auto extra = gpu.try_alloc<int>(16);
+  auto extra = gpu.try_alloc<int>(16, rt::memory_kind::host);
   counting = false;
   CHECK(extra.has_value());
   CHECK(allocations.load() > 0);

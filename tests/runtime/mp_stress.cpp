@@ -44,8 +44,8 @@ TEST_CASE("4 producers x one 16-slot queue: none lost, none duplicated, none ove
   std::array<std::uint32_t, producers> expected{};
   std::uint64_t checked = 0, bad = 0;
   std::string first_bad;
-  rt::emulation_options emu_opt;
-  emu_opt.processor.sequence_check = [&](std::uint64_t index, const aq::abi::aql_slot& slot) {
+  aq::emu::engine_options emu_opt;
+  emu_opt.aql.sequence_check = [&](std::uint64_t index, const aq::abi::aql_slot& slot) {
     aq::abi::kernel_dispatch_packet p;
     std::memcpy(&p, slot.bytes, sizeof p);
     seq_args a;
@@ -64,12 +64,16 @@ TEST_CASE("4 producers x one 16-slot queue: none lost, none duplicated, none ove
     ++expected[a.producer];
     return true;
   };
-  auto sys = rt::system::try_open_emulated("mi300x", emu_opt);
+  auto dev = aq::emu::device::try_create("mi300x");
+  REQUIRE(dev.has_value());
+  emu_opt.aql.adversarial = dev->get_engine_options().aql.adversarial;  // $AQUEDUCT_EMU_ADVERSARIAL
+  dev->set_engine_options(emu_opt);
+  auto sys = rt::system::try_adopt(std::move(*dev));
   REQUIRE(sys.has_value());
   const auto& gpu = sys->default_agent();
-  rt::host_code_object hco;
+  aq::emu::host_code_object hco;
   hco.kernels.push_back({"seq", nothing, sizeof(seq_args), 0});
-  auto exe = gpu.load(hco);
+  auto exe = aq::emu::load(gpu, hco);
   auto k = exe.get_untyped_kernel("seq");
   auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 64});
 

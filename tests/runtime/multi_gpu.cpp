@@ -39,7 +39,7 @@ struct vadd_run {
   std::uint32_t n;
   rt::buffer<float> a, b, c;
   vadd_run(const rt::agent& gpu, std::uint32_t count, rt::memory_kind out = rt::memory_kind::host)
-      : n(count), a(gpu.alloc<float>(n)), b(gpu.alloc<float>(n)), c(gpu.alloc<float>(n, out)) {
+      : n(count), a(gpu.alloc<float>(n, rt::memory_kind::host)), b(gpu.alloc<float>(n, rt::memory_kind::host)), c(gpu.alloc<float>(n, out)) {
     for (std::uint32_t i = 0; i < n; ++i) {
       a[i] = static_cast<float>(i);
       b[i] = 2.0f * static_cast<float>(i) + 0.5f;
@@ -72,7 +72,7 @@ TEST_CASE("AQL and PM4 queues on the second GPU wake blocking waits through the 
     REQUIRE(g0.gpu_id() != g1.gpu_id());
     // GPU 0 asks for an event first, so the event page is allocated (and mapped) there.
     auto q0 = g0.make_queue(aq::aql, {.slots = 64, .wait = blocking});
-    auto exe = g1.load(test_kernels());
+    auto exe = aq::emu::load(g1, test_kernels());
     auto vadd = exe.get_untyped_kernel("vadd");
 
     {
@@ -105,8 +105,8 @@ TEST_CASE("AQL and PM4 queues on the second GPU wake blocking waits through the 
       CHECK(q.completed() == seq.value());
       CHECK(v.wrong() == 0);
       // The command's last packet (RELEASE_MEM into the event mailbox) ran too: the MEC is alive.
-      const auto stop = q.processor()->error();
-      CHECK_MESSAGE(!stop.has_value(), (stop ? stop->detail : std::string()));
+      const auto stop = q.fault();
+      CHECK_MESSAGE(!stop.has_value(), (stop ? std::string(stop->detail()) : std::string()));
       vadd_run v2(g1, 777);
       const auto seq2 = q.dispatch(*pk, rt::grid{v2.n}, rt::block{64}, v2.a, v2.b, v2.c, v2.n);
       auto [w2, took2] = timed([&] { return q.try_wait(seq2, wait_timeout); });
@@ -156,7 +156,7 @@ TEST_CASE("both GPUs dispatch at once (AQL and PM4 on each), blocking waits, eve
     std::deque<lane> lanes;
     for (std::size_t g = 0; g < 2; ++g) {
       const rt::agent& gpu = sys.agents()[g];
-      auto exe = gpu.load(test_kernels());
+      auto exe = aq::emu::load(gpu, test_kernels());
       auto vadd = exe.get_untyped_kernel("vadd");
       auto pk = exe.try_get_untyped_kernel("vadd");
       REQUIRE(pk.has_value());

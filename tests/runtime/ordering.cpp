@@ -26,7 +26,7 @@ struct count_args {
   std::uint64_t out;
 };
 void count_ok(aq::emu::workgroup_context& ctx) {
-  const rt::host_workgroup wg(ctx);
+  const aq::emu::host_workgroup wg(ctx);
   const auto a = wg.args<count_args>();
   const float* c = ctx.ptr<const float>(a.c, a.n);
   std::uint32_t ok = 0;
@@ -38,9 +38,9 @@ void count_ok(aq::emu::workgroup_context& ctx) {
 TEST_CASE("barrier-AND on a host signal holds the queue; releasing it lets the dispatch run") {
   auto sys = rt::system::open({.machine = "rx7900xtx"});
   const auto& gpu = sys.default_agent();
-  auto exe = gpu.load(test_kernels());
+  auto exe = aq::emu::load(gpu, test_kernels());
   auto store = exe.get_untyped_kernel("store");
-  auto out = gpu.alloc<std::uint32_t>(4);
+  auto out = gpu.alloc<std::uint32_t>(4, rt::memory_kind::host);
   for (int i = 0; i < 4; ++i) out[i] = 0;
   auto q = gpu.make_queue(aq::aql, {.slots = 64});
   auto gate = gpu.make_signal(1);
@@ -61,10 +61,10 @@ TEST_CASE("barrier-AND on a host signal holds the queue; releasing it lets the d
 TEST_CASE("cross-queue dependency: queue A waits for queue B's completion signal") {
   auto sys = rt::system::open({.machine = "mi300x"});
   const auto& gpu = sys.default_agent();
-  auto exe = gpu.load(test_kernels());
+  auto exe = aq::emu::load(gpu, test_kernels());
   auto store = exe.get_untyped_kernel("store");
   auto chain = exe.get_untyped_kernel("chain");
-  auto data = gpu.alloc<std::uint32_t>(4);
+  auto data = gpu.alloc<std::uint32_t>(4, rt::memory_kind::host);
   for (int i = 0; i < 4; ++i) data[i] = 0;
   auto qa = gpu.make_queue(aq::aql, {.slots = 64});
   auto qb = gpu.make_queue(aq::aql, {.slots = 64});
@@ -93,14 +93,14 @@ TEST_CASE("cross-queue dependency: queue A waits for queue B's completion signal
 TEST_CASE("barrier bit: a reader dispatched with barrier=1 sees every element of a multi-workgroup write") {
   auto sys = rt::system::open({.machine = "mi250x"});
   const auto& gpu = sys.default_agent();
-  rt::host_code_object hco = test_kernels();
+  aq::emu::host_code_object hco = test_kernels();
   hco.kernels.push_back({"count_ok", count_ok, sizeof(count_args), 0});
-  auto exe = gpu.load(hco);
+  auto exe = aq::emu::load(gpu, hco);
   auto vadd = exe.get_untyped_kernel("vadd");
   auto counter = exe.get_untyped_kernel("count_ok");
   constexpr std::uint32_t n = 1 << 18;  // 1024 workgroups: run by the processor's workers
-  auto a = gpu.alloc<float>(n), b = gpu.alloc<float>(n), c = gpu.alloc<float>(n);
-  auto out = gpu.alloc<std::uint32_t>(1);
+  auto a = gpu.alloc<float>(n, rt::memory_kind::host), b = gpu.alloc<float>(n, rt::memory_kind::host), c = gpu.alloc<float>(n, rt::memory_kind::host);
+  auto out = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
   out[0] = 0;
   for (std::uint32_t i = 0; i < n; ++i) a[i] = static_cast<float>(i), b[i] = 2.0f * i + 0.5f, c[i] = -1.0f;
   auto q = gpu.make_queue(aq::aql);

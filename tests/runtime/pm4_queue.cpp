@@ -21,7 +21,7 @@ namespace {
 struct vadd_run {
   std::uint32_t n;
   rt::buffer<float> a, b, c;
-  vadd_run(const rt::agent& gpu, std::uint32_t count) : n(count), a(gpu.alloc<float>(n)), b(gpu.alloc<float>(n)), c(gpu.alloc<float>(n)) {
+  vadd_run(const rt::agent& gpu, std::uint32_t count) : n(count), a(gpu.alloc<float>(n, rt::memory_kind::host)), b(gpu.alloc<float>(n, rt::memory_kind::host)), c(gpu.alloc<float>(n, rt::memory_kind::host)) {
     for (std::uint32_t i = 0; i < n; ++i) {
       a[i] = static_cast<float>(i);
       b[i] = 2.0f * static_cast<float>(i) + 0.5f;
@@ -48,7 +48,7 @@ TEST_CASE("make_queue(gpu, pm4) picks the PRIV policy per agent and runs vadd") 
     CAPTURE(x.machine);
     auto sys = rt::system::open({.machine = x.machine});
     const auto& gpu = sys.default_agent();
-    auto exe = gpu.load(test_kernels());
+    auto exe = aq::emu::load(gpu, test_kernels());
     auto vadd = exe.try_get_untyped_kernel("vadd");
     REQUIRE(vadd.has_value());
     auto q = gpu.try_make_queue(rt::pm4);
@@ -62,15 +62,15 @@ TEST_CASE("make_queue(gpu, pm4) picks the PRIV policy per agent and runs vadd") 
     REQUIRE_MESSAGE(w.has_value(), std::string(w.detail()));
     CHECK(v.wrong() == 0);
     CHECK(q->completed() == seq.value());
-    CHECK((q->processor()->sh_register(0x2E12) >> 20 & 1) == (x.priv ? 1u : 0u));
-    CHECK(q->processor()->cwsr_capacity().has_value());  // the CWSR area kfd/ sized is big enough
+    CHECK((sys.emulator()->engine(q->queue_id())->pm4()->sh_register(0x2E12) >> 20 & 1) == (x.priv ? 1u : 0u));
+    CHECK(sys.emulator()->engine(q->queue_id())->pm4()->cwsr_capacity().has_value());  // the CWSR area kfd/ sized is big enough
   }
 }
 
 TEST_CASE("PM4 and AQL queues of one agent give the same vadd result; many PM4 commands reuse slots") {
   auto sys = rt::system::open({.machine = "rx7900xtx"});
   const auto& gpu = sys.default_agent();
-  auto exe = gpu.load(test_kernels());
+  auto exe = aq::emu::load(gpu, test_kernels());
   auto vadd = exe.try_get_kernel<const float*, const float*, float*, std::uint32_t>("vadd");
   REQUIRE(vadd.has_value());
   vadd_run p(gpu, 50'000), a(gpu, 50'000);
@@ -92,29 +92,32 @@ TEST_CASE("PM4 and AQL queues of one agent give the same vadd result; many PM4 c
 TEST_CASE("preemption stress through the runtime's CWSR area: results stay correct") {
   auto sys = rt::system::open({.machine = "rx7900xtx"});
   const auto& gpu = sys.default_agent();
-  auto exe = gpu.load(test_kernels());
+  auto exe = aq::emu::load(gpu, test_kernels());
   auto vadd = exe.try_get_untyped_kernel("vadd");
   REQUIRE(vadd.has_value());
-  rt::pm4_queue_options o;
-  o.emulation.preempt_every_workgroups = 3;
-  auto q = gpu.make_queue(rt::pm4, o);
+  auto engines = sys.emulator()->get_engine_options();
+  engines.pm4.preempt_every_workgroups = 3;
+  sys.emulator()->set_engine_options(engines);  // for the queues created from now on
+  auto q = gpu.make_queue(rt::pm4);
   vadd_run v(gpu, 64 * 300);
   const auto seq = q.dispatch(*vadd, rt::grid{v.n}, rt::block{64}, v.a, v.b, v.c, v.n);
   auto w = q.try_wait(seq, 30s);
   REQUIRE_MESSAGE(w.has_value(), std::string(w.detail()));
   CHECK(v.wrong() == 0);
-  CHECK(q.processor()->preemption_stats().preemptions >= 99);  // before workgroups 3, 6, ..., 297
+  CHECK(sys.emulator()->engine(q.queue_id())->pm4()->preemption_stats().preemptions >= 99);  // before workgroups 3, 6, ..., 297
 }
 
 TEST_CASE("PRIV wrong on gfx1100 (test-only hook): the runtime's wait reports device_hang with the queue decoded") {
   auto sys = rt::system::open({.machine = "rx7900xtx"});
   const auto& gpu = sys.default_agent();
-  auto exe = gpu.load(test_kernels());
+  auto exe = aq::emu::load(gpu, test_kernels());
   auto vadd = exe.try_get_untyped_kernel("vadd");
   REQUIRE(vadd.has_value());
+  auto engines = sys.emulator()->get_engine_options();
+  engines.pm4.preempt_every_workgroups = 4;
+  engines.pm4.test_force_rsrc1_priv = false;
+  sys.emulator()->set_engine_options(engines);
   rt::pm4_queue_options o;
-  o.emulation.preempt_every_workgroups = 4;
-  o.emulation.test_force_rsrc1_priv = false;
   o.drain_timeout = 10ms;
   o.ring_bytes = 1024;  // a few commands fill it
   auto q = gpu.make_queue(rt::pm4, o);

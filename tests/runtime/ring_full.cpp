@@ -18,9 +18,9 @@ using namespace std::chrono_literals;
 TEST_CASE("full 16-slot ring: refuse, block, then proceed; nothing overwritten") {
   auto sys = rt::system::open({.machine = "mi300x"});
   const auto& gpu = sys.default_agent();
-  auto exe = gpu.load(test_kernels());
+  auto exe = aq::emu::load(gpu, test_kernels());
   auto store = exe.get_untyped_kernel("store");
-  auto out = gpu.alloc<std::uint32_t>(32);
+  auto out = gpu.alloc<std::uint32_t>(32, rt::memory_kind::host);
   for (int i = 0; i < 32; ++i) out[i] = 0;
   auto q = gpu.make_queue(aq::aql, {.slots = 16});
   REQUIRE(q.size() == 16);

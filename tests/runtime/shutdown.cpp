@@ -38,10 +38,10 @@ TEST_CASE("shutdown releases everything and joins every emulator thread") {
     REQUIRE(sys.has_value());
     std::vector<rt::queue> queues;
     for (const auto& gpu : sys->agents()) {
-      auto exe = gpu.load(test_kernels());
+      auto exe = aq::emu::load(gpu, test_kernels());
       auto vadd = exe.get_untyped_kernel("vadd");
       constexpr std::uint32_t n = 10000;
-      auto a = gpu.alloc<float>(n), b = gpu.alloc<float>(n), c = gpu.alloc<float>(n, rt::memory_kind::device_host_visible);
+      auto a = gpu.alloc<float>(n, rt::memory_kind::host), b = gpu.alloc<float>(n, rt::memory_kind::host), c = gpu.alloc<float>(n, rt::memory_kind::device_host_visible);
       for (std::uint32_t i = 0; i < n; ++i) a[i] = 1.0f, b[i] = 2.0f;
       auto q = gpu.make_queue(aq::aql, {.slots = 64});
       auto q2 = gpu.make_queue(aq::aql, {.slots = 16, .drain_timeout = 200ms});
@@ -53,14 +53,14 @@ TEST_CASE("shutdown releases everything and joins every emulator thread") {
       REQUIRE(q.try_finish(10s).has_value());
       CHECK(c[n - 1] == 3.0f);
       CHECK(thread_count() > threads_before);  // control: processors run threads
-      CHECK(sys->emulation()->live_queues() == queues.size() + 2);
+      CHECK(dev.queues().size() == queues.size() + 2);
       q2.destroy();  // drains for 200 ms, then DESTROY_QUEUE stops its processor
-      CHECK(sys->emulation()->live_queues() == queues.size() + 1);
+      CHECK(dev.queues().size() == queues.size() + 1);
       queues.push_back(std::move(q));
     }
     CHECK(counts.queues.load() == 2);
     queues.clear();
-    CHECK(sys->emulation()->live_queues() == 0);
+    CHECK(dev.queues().size() == 0);
     CHECK(counts.queues.load() == 0);
     CHECK(counts.bos.load() > 0);  // control: the system still holds doorbells, signals, events
   }
@@ -79,7 +79,7 @@ TEST_CASE("shutdown releases everything and joins every emulator thread") {
 TEST_CASE("a kernel that touches unmapped memory stops its queue; the wait says where") {
   auto sys = rt::system::open({.machine = "rx6900xt"});
   const auto& gpu = sys.default_agent();
-  auto exe = gpu.load(test_kernels());
+  auto exe = aq::emu::load(gpu, test_kernels());
   auto store = exe.get_untyped_kernel("store");
   auto q = gpu.make_queue(aq::aql, {.slots = 16});
   const std::uint64_t bogus = 0x10000;  // never mapped to the GPU

@@ -23,7 +23,7 @@ bool contains(std::string_view text, std::string_view what) { return text.find(w
 struct vadd_run {
   std::uint32_t n;
   rt::buffer<float> a, b, c;
-  vadd_run(const rt::agent& gpu, std::uint32_t count) : n(count), a(gpu.alloc<float>(n)), b(gpu.alloc<float>(n)), c(gpu.alloc<float>(n)) {
+  vadd_run(const rt::agent& gpu, std::uint32_t count) : n(count), a(gpu.alloc<float>(n, rt::memory_kind::host)), b(gpu.alloc<float>(n, rt::memory_kind::host)), c(gpu.alloc<float>(n, rt::memory_kind::host)) {
     for (std::uint32_t i = 0; i < n; ++i) a[i] = static_cast<float>(i), b[i] = 0.5f, c[i] = -1.0f;
   }
   std::uint32_t wrong() const {
@@ -107,7 +107,7 @@ TEST_CASE("an untyped dispatch is checked against the metadata on every dispatch
   const auto& gpu = sys.default_agent();
   auto exe = gpu.load(test_kernels());
   auto store = exe.get_untyped_kernel("store");
-  auto out = gpu.alloc<std::uint32_t>(16);
+  auto out = gpu.alloc<std::uint32_t>(16, rt::memory_kind::host);
   auto q = gpu.make_queue(aq::aql, {.slots = 16});
   auto p = gpu.make_queue(aq::pm4);
   SUBCASE("count") {
@@ -165,7 +165,7 @@ TEST_CASE("a ticket is waited on only by the queue that issued it") {
   SUBCASE("SDMA") {
     auto sa = gpu.make_queue(aq::sdma);
     auto sb = gpu.make_queue(aq::sdma);
-    auto buf = gpu.alloc<std::uint32_t>(64);
+    auto buf = gpu.alloc<std::uint32_t>(64, rt::memory_kind::host);
     const auto t = sa.try_fill(buf.va(), 5u, 64).value();
     auto w = sb.try_wait(t, 1s);
     REQUIRE_FALSE(w);

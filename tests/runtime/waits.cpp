@@ -46,7 +46,7 @@ std::pair<double, double> held_wait(rt::queue& q, const rt::agent& gpu, const rt
 TEST_CASE("spin_then_block: a long wait sleeps in WAIT_EVENTS; spin: it burns the core (control)") {
   auto sys = rt::system::open({.machine = "mi300x"});
   const auto& gpu = sys.default_agent();
-  auto exe = gpu.load(test_kernels());
+  auto exe = aq::emu::load(gpu, test_kernels());
   auto k = exe.get_untyped_kernel("nothing");
   {
     auto q = gpu.make_queue(aq::aql, {.slots = 16});  // default policy: spin 50 us, then block
@@ -65,7 +65,7 @@ TEST_CASE("spin_then_block: a long wait sleeps in WAIT_EVENTS; spin: it burns th
 TEST_CASE("a wait that times out describes the queue and the stalled packet") {
   auto sys = rt::system::open({.machine = "rx7900xtx"});
   const auto& gpu = sys.default_agent();
-  auto exe = gpu.load(test_kernels());
+  auto exe = aq::emu::load(gpu, test_kernels());
   auto k = exe.get_untyped_kernel("nothing");
   auto q = gpu.make_queue(aq::aql, {.slots = 16, .drain_timeout = 10ms});
   auto gate = gpu.make_signal(1);

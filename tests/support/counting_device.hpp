@@ -93,6 +93,9 @@ class counting_device {
   }
   [[nodiscard]] int kfd_fd() const noexcept { return inner_->kfd_fd(); }
   [[nodiscard]] const std::filesystem::path& sysfs_root() const noexcept { return inner_->sysfs_root(); }
+  // The device's queue port (the doorbell hook), when the wrapped model has one: resolved once per
+  // queue at creation, not counted as a call.
+  aqueduct::queue_port* queue_port(std::uint32_t queue_id) noexcept { return aqueduct::kfd::queue_port_of(*inner_, queue_id); }
 
  private:
   F* inner_;

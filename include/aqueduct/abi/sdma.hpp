@@ -19,6 +19,17 @@ namespace aqueduct::abi::sdma {
 // Engine versions whose packet formats differ (§3.2, §3.3).
 enum class engine : std::uint8_t { v4_0, v5_0, v5_2, v6_0, v7_0 };
 
+[[nodiscard]] constexpr const char* engine_name(engine e) noexcept {
+  switch (e) {
+    case engine::v4_0: return "SDMA 4";
+    case engine::v5_0: return "SDMA 5.0";
+    case engine::v5_2: return "SDMA 5.2";
+    case engine::v6_0: return "SDMA 6";
+    case engine::v7_0: return "SDMA 7";
+  }
+  return "SDMA ?";
+}
+
 // SDMA IP version (major.minor from the IP discovery / KFD topology) → packet format.
 // Precondition: major in 4..7.
 [[nodiscard]] constexpr engine engine_from_ip(std::uint32_t major, std::uint32_t minor) noexcept {

@@ -10,7 +10,7 @@
 // of the descriptor and the kernarg layout from the metadata note.
 //
 // Emulated device seam: real gfx machine code cannot run on the emulator. An
-// `emulated_code_object` (host kernels, emu/host_kernel.hpp) goes through the same `try_load`
+// `emulated_code_object` (host kernels; wire format in abi/emulated_code.hpp) goes through the same `try_load`
 // and yields the same `loaded_kernel`s, whose code is an `emulated_code_blob` naming a host
 // function. Every loaded_kernel says which it is (`code_kind`), and `check_runnable(kernel,
 // device_is_emulated)` is the gate the dispatch path calls: gfx code on the emulator (or a host
@@ -22,13 +22,13 @@
 #pragma once
 
 #include <aqueduct/abi/elf.hpp>
+#include <aqueduct/abi/emulated_code.hpp>
 #include <aqueduct/abi/kernel_descriptor.hpp>
 #include <aqueduct/code/elf.hpp>
 #include <aqueduct/code/metadata.hpp>
 #include <aqueduct/code/target_id.hpp>
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/core/units.hpp>
-#include <aqueduct/emu/host_kernel.hpp>
 
 #include <concepts>
 #include <cstring>
@@ -262,7 +262,7 @@ result<loaded_executable<A>> try_load(const code_object& co, A& alloc) {
 // ---- emulated code objects ---------------------------------------------------------------------
 struct emulated_kernel {
   std::string name;
-  std::string host_kernel;           // name in emu::host_kernel_registry (<= 47 bytes)
+  std::string host_kernel;           // name in the emulated device's host-kernel registry (<= 47 bytes)
   abi::kernel_descriptor descriptor{};  // rsrc words, enable bits, kernarg_size, segment sizes
   std::uint64_t kernarg_segment_align = 8;
   std::uint32_t wavefront_size = 64;
@@ -272,14 +272,14 @@ struct emulated_code_object {
   std::vector<emulated_kernel> kernels;
 };
 
-// Places one emulated kernel object (descriptor + code blob, emu/host_kernel.hpp) per kernel.
+// Places one emulated kernel object (descriptor + code blob, abi/emulated_code.hpp) per kernel.
 template <code_memory_allocator A>
 result<loaded_executable<A>> try_load(const emulated_code_object& eco, A& alloc) {
-  const std::uint64_t stride = align_up(emu::emulated_kernel_object_size, abi::kernel_code_entry_align);
+  const std::uint64_t stride = align_up(abi::emulated_kernel_object_size, abi::kernel_code_entry_align);
   for (const auto& k : eco.kernels)
-    if (k.host_kernel.empty() || k.host_kernel.size() > emu::max_host_kernel_name)
+    if (k.host_kernel.empty() || k.host_kernel.size() > abi::max_host_kernel_name)
       return failure(errc::invalid_argument, "emulated kernel " + k.name + ": host kernel name must be 1.." +
-                                                 std::to_string(emu::max_host_kernel_name) + " bytes");
+                                                 std::to_string(abi::max_host_kernel_name) + " bytes");
   const std::uint64_t span = align_up(std::max<std::uint64_t>(stride * eco.kernels.size(), 1), page_size);
   AQUEDUCT_TRY(auto mem, alloc.try_allocate_code(span, page_size));
   if (mem.size < span || !mem.host) {
@@ -291,7 +291,7 @@ result<loaded_executable<A>> try_load(const emulated_code_object& eco, A& alloc)
   for (std::size_t i = 0; i < eco.kernels.size(); ++i) {
     const auto& k = eco.kernels[i];
     std::span<std::byte> dst(mem.host + i * stride, static_cast<std::size_t>(stride));
-    emu::write_emulated_kernel_object(dst, k.descriptor, k.host_kernel);
+    abi::write_emulated_kernel_object(dst, k.descriptor, k.host_kernel);
     loaded_kernel lk;
     lk.name = k.name;
     lk.symbol = k.name + ".kd";

@@ -116,8 +116,16 @@ class failure {
   failure(std::error_code code, std::string detail)
       : code_(code), detail_(detail.empty() ? nullptr : std::make_shared<const std::string>(std::move(detail))) {}
   failure(errc e, std::string detail) : failure(make_error_code(e), std::move(detail)) {}
+  // With the OS error behind it (a positive errno, e.g. ENOMEM from an ioctl), as data.
+  failure(std::error_code code, std::string detail, int os_errno) : failure(code, std::move(detail)) {
+    os_errno_ = os_errno;
+  }
+  failure(errc e, std::string detail, int os_errno) : failure(make_error_code(e), std::move(detail), os_errno) {}
 
   [[nodiscard]] std::error_code code() const noexcept { return code_; }
+  // The errno of the system call that failed (0: none, or not an OS failure). Classify by this,
+  // never by searching detail()'s text.
+  [[nodiscard]] int os_errno() const noexcept { return os_errno_; }
   [[nodiscard]] std::string_view detail() const noexcept { return detail_ ? std::string_view(*detail_) : std::string_view{}; }
   // "message: detail" — what a person reads.
   [[nodiscard]] std::string describe() const {
@@ -133,6 +141,7 @@ class failure {
  private:
   std::error_code code_{};
   std::shared_ptr<const std::string> detail_{};
+  int os_errno_ = 0;
 };
 
 // Thrown only by the plain-named twins of try_* functions and by sync_wait.

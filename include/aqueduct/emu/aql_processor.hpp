@@ -99,7 +99,7 @@ class aql_processor : public queue_wakeup {
   // or indexes are not mapped or the ring size is not a power-of-two multiple of 64 bytes.
   [[nodiscard]] static result<std::unique_ptr<aql_processor>> try_create(
       const aql_queue_binding& b, const vm_access& vm, event_notifier& events,
-      const host_kernel_registry& registry = host_kernel_registry::global(), aql_processor_options opt = {}) {
+      const host_kernel_registry& registry, aql_processor_options opt = {}) {
     const std::uint64_t n = b.ring_bytes / abi::aql_packet_size;
     if (b.ring_bytes < abi::aql_packet_size || b.ring_bytes % abi::aql_packet_size != 0 || (n & (n - 1)) != 0)
       return failure(errc::invalid_argument, "AQL ring size must be a power-of-two multiple of 64 bytes");
@@ -117,7 +117,7 @@ class aql_processor : public queue_wakeup {
   }
   [[nodiscard]] static std::unique_ptr<aql_processor> create(const aql_queue_binding& b, const vm_access& vm,
                                                              event_notifier& events,
-                                                             const host_kernel_registry& registry = host_kernel_registry::global(),
+                                                             const host_kernel_registry& registry,
                                                              aql_processor_options opt = {}) {
     return try_create(b, vm, events, registry, std::move(opt)).value();
   }

@@ -10,9 +10,16 @@
 // (kfd_ioctl, spec/kfd.md §2.1). CREATE_QUEUE validates in the order of spec/kfd.md §8 with the
 // kernel's errnos; machine_config::kernel selects pre-6.12 leniency (no buffer / CWSR checks).
 // Memory: see emu/gpu_vm.hpp (GPU VA == host VA). Events: emu/events.hpp.
-// Seams for packet processors: set_queue_hooks (create / update / destroy with queue_info),
-// queue doorbells (queue_info::doorbell points into the doorbell page userspace maps), is_mapped
-// for every engine access, signal_event for interrupts.
+// Engines: the device owns them. CREATE_QUEUE starts the queue's AQL/PM4/SDMA engine
+// (emu/queue_engine.hpp) on the memory the ioctl accepted, DESTROY_QUEUE stops and joins it before
+// it returns and before the queue id is freed, UPDATE_QUEUE restarts it. The one thing the device
+// cannot observe, a doorbell store, reaches it through `queue_port(queue_id)` (core/queue_port.hpp,
+// the device_file hook; kfd::linux_device has none). `engine(queue_id)` gives tests the engine
+// itself; `registry()` holds the host functions this device's emulated code names;
+// `set_engine_options` sets the engines' knobs for queues created afterwards ($AQUEDUCT_EMU_ADVERSARIAL
+// set and not "0" turns on the AQL processors' adversarial mode at creation).
+// Observers: set_queue_hooks (create / update / destroy with queue_info) — for tests; engines do
+// not depend on them.
 // Not implemented (return -EOPNOTSUPP): SVM, CRIU, dmabuf import/export, SMI events, GWS, CU mask,
 // wave state, tile config, debugger (DBG_TRAP), deprecated GET_PROCESS_APERTURES.
 // Thread safety: every member may be called from any thread. ioctls take one lock (WAIT_EVENTS
@@ -26,6 +33,7 @@
 #include <aqueduct/emu/events.hpp>
 #include <aqueduct/emu/gpu_vm.hpp>
 #include <aqueduct/emu/machine_config.hpp>
+#include <aqueduct/emu/queue_engine.hpp>
 #include <aqueduct/emu/queues.hpp>
 #include <aqueduct/emu/sysfs_writer.hpp>
 
@@ -33,6 +41,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -41,6 +50,7 @@
 #include <new>
 #include <shared_mutex>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include <fcntl.h>
@@ -48,6 +58,11 @@
 #include <unistd.h>
 
 namespace aqueduct::emu {
+
+// Set (and not "0"): every AQL processor of a device created afterwards runs in adversarial mode
+// (polls headers eagerly and re-reads each body, so ThreadSanitizer sees a body written after its
+// header).
+inline constexpr const char* adversarial_env = "AQUEDUCT_EMU_ADVERSARIAL";
 
 class device {
  public:
@@ -57,6 +72,8 @@ class device {
     if (cfg.gpus.empty()) return failure(errc::invalid_argument, "emu::device: the machine has no GPU");
     auto st = std::make_unique<detail::device_state>();
     AQUEDUCT_TRY_VOID(st->init(std::move(cfg)));
+    if (const char* adv = std::getenv(adversarial_env); adv && *adv && std::string_view(adv) != "0")
+      st->engine_opt.aql.adversarial = true;
     device d;
     d.st_ = std::move(st);
     return d;
@@ -88,6 +105,26 @@ class device {
   [[nodiscard]] std::span<const gpu_node> gpus() const noexcept { return st_->gpus; }
   [[nodiscard]] const gpu_node* find_gpu(std::uint32_t gpu_id) const noexcept { return st_->find_gpu(gpu_id); }
 
+  // ---- engines ------------------------------------------------------------------------------------
+  // The device_file hook: the port of queue `queue_id` (doorbell, fault), valid until its
+  // DESTROY_QUEUE; nullptr for no such queue.
+  [[nodiscard]] aqueduct::queue_port* queue_port(std::uint32_t queue_id) noexcept { return engine(queue_id); }
+  // The engine behind queue `queue_id` (queue_engine::aql/pm4/sdma), valid until its DESTROY_QUEUE.
+  [[nodiscard]] queue_engine* engine(std::uint32_t queue_id) const noexcept {
+    std::shared_lock lock(st_->m);
+    auto it = st_->queues.find(queue_id);
+    return it == st_->queues.end() ? nullptr : it->second.engine.get();
+  }
+  [[nodiscard]] host_kernel_registry& registry() noexcept { return st_->registry; }
+  [[nodiscard]] engine_options get_engine_options() const {
+    std::shared_lock lock(st_->m);
+    return st_->engine_opt;
+  }
+  void set_engine_options(engine_options o) {
+    std::unique_lock lock(st_->m);
+    st_->engine_opt = std::move(o);
+  }
+
   // ---- seams for packet processors ------------------------------------------------------------
   // Every byte of [addr, addr+len) is in a BO mapped to `gpu_id` whose memory is present.
   [[nodiscard]] bool is_mapped(std::uint32_t gpu_id, std::uint64_t addr, std::uint64_t len) const {
@@ -96,7 +133,7 @@ class device {
   }
   // An interrupt carrying `event_id` (the GPU wrote the event's slot first): wakes WAIT_EVENTS.
   void signal_event(std::uint32_t event_id) { st_->events.signal_interrupt(event_id); }
-  // Replaces the hooks; existing queues are not replayed (see queues()). The device calls
+  // Observer hooks (tests). Replaces the hooks; existing queues are not replayed (see queues()). The device calls
   // `destroyed` for every queue still alive when it is destroyed, so whoever installs hooks must
   // reset them (set_queue_hooks({})) before the objects they capture go away.
   void set_queue_hooks(queue_hooks hooks) {

@@ -3,7 +3,8 @@
 // Layer: emu. A dispatch on the emulated device follows the real path: the AQL packet's
 // kernel_object is the GPU address of a real 64-byte kernel descriptor; its
 // kernel_code_entry_byte_offset leads (256-byte aligned) to the "code", which on the emulator
-// is a 64-byte `emulated_code_blob` naming a host function in a `host_kernel_registry`. The
+// is a 64-byte `emulated_code_blob` (abi/emulated_code.hpp) naming a host function in the
+// device's `host_kernel_registry`. The
 // processor builds each wave's initial registers from the descriptor (emu/wave_state.hpp) and
 // calls the function once per workgroup; the function finds its kernarg pointer, workgroup
 // ids and work-item ids in those registers, at the SGPR indices its "compiled code" assumes.
@@ -13,6 +14,7 @@
 // a workgroup_context is used by one worker thread at a time.
 #pragma once
 
+#include <aqueduct/abi/emulated_code.hpp>
 #include <aqueduct/abi/kernel_descriptor.hpp>
 #include <aqueduct/core/assert.hpp>
 #include <aqueduct/emu/wave_state.hpp>
@@ -50,17 +52,15 @@ struct memory_fault {
   bool write;
 };
 
-// The "code" at a kernel's entry point on the emulator (64 bytes, 256-byte aligned).
-struct emulated_code_blob {
-  char magic[8];  // "AQEMUHK" NUL
-  std::uint32_t version;
-  std::uint32_t name_size;  // bytes of name used, < 48
-  char name[48];
-};
-static_assert(sizeof(emulated_code_blob) == 64);
-inline constexpr char emulated_code_magic[8] = {'A', 'Q', 'E', 'M', 'U', 'H', 'K', '\0'};
-inline constexpr std::uint32_t emulated_code_version = 1;
-inline constexpr std::size_t max_host_kernel_name = 47;
+// The wire format lives in abi/emulated_code.hpp (the loader writes it, the engines read it).
+using abi::emulated_code_blob;
+using abi::emulated_code_magic;
+using abi::emulated_code_version;
+using abi::max_host_kernel_name;
+using abi::emulated_code_offset;
+using abi::emulated_kernel_object_size;
+using abi::write_emulated_kernel_object;
+using abi::emulated_code_name;
 
 // Everything a host kernel sees of its workgroup: the waves' initial registers, its LDS, and
 // checked access to GPU memory.
@@ -104,8 +104,8 @@ class workgroup_context {
 
 using host_kernel_fn = std::function<void(workgroup_context&)>;
 
-// Name → host function. One process-wide instance (`global()`) serves the emulated device by
-// default; tests may use their own.
+// Name → host function. Each emu::device owns one (emu::device::registry()); engines made by
+// hand (tests) take their own. There is no process-wide instance.
 class host_kernel_registry {
  public:
   // Precondition: name is 1..max_host_kernel_name bytes. Replaces an existing entry.
@@ -124,47 +124,10 @@ class host_kernel_registry {
     auto it = map_.find(std::string(name));
     return it == map_.end() ? nullptr : it->second;
   }
-  [[nodiscard]] static host_kernel_registry& global() {
-    static host_kernel_registry r;
-    return r;
-  }
 
  private:
   mutable std::shared_mutex mu_;
   std::map<std::string, std::shared_ptr<const host_kernel_fn>, std::less<>> map_;
 };
-
-// Bytes an emulated kernel object takes: descriptor at 0, code blob at the next 256 boundary.
-inline constexpr std::size_t emulated_code_offset = abi::kernel_code_entry_align;
-inline constexpr std::size_t emulated_kernel_object_size = emulated_code_offset + sizeof(emulated_code_blob);
-
-// Writes an emulated kernel object into `dst` (host view of GPU memory, 64-byte aligned, at
-// least emulated_kernel_object_size bytes): `kd` with kernel_code_entry_byte_offset set to
-// emulated_code_offset, and the code blob naming `name`. The kernel_object for a dispatch is
-// the GPU address of dst[0].
-// `descriptor` is taken by reference: a 64-byte-aligned type passed by value makes GCC warn
-// about the ABI change of GCC 4.6 (-Wpsabi).
-inline void write_emulated_kernel_object(std::span<std::byte> dst, const abi::kernel_descriptor& descriptor,
-                                         std::string_view name) {
-  AQUEDUCT_ASSERT(dst.size() >= emulated_kernel_object_size, "buffer too small for an emulated kernel object");
-  AQUEDUCT_ASSERT(!name.empty() && name.size() <= max_host_kernel_name, "host kernel name length");
-  abi::kernel_descriptor kd = descriptor;
-  kd.kernel_code_entry_byte_offset = static_cast<std::int64_t>(emulated_code_offset);
-  std::memset(dst.data(), 0, emulated_kernel_object_size);
-  std::memcpy(dst.data(), &kd, sizeof kd);
-  emulated_code_blob blob{};
-  std::memcpy(blob.magic, emulated_code_magic, sizeof blob.magic);
-  blob.version = emulated_code_version;
-  blob.name_size = static_cast<std::uint32_t>(name.size());
-  std::memcpy(blob.name, name.data(), name.size());
-  std::memcpy(dst.data() + emulated_code_offset, &blob, sizeof blob);
-}
-
-// The name in a code blob, or empty if the blob is not a valid emulated code blob.
-[[nodiscard]] inline std::string_view emulated_code_name(const emulated_code_blob& b) noexcept {
-  if (std::memcmp(b.magic, emulated_code_magic, sizeof b.magic) != 0) return {};
-  if (b.version != emulated_code_version || b.name_size == 0 || b.name_size > max_host_kernel_name) return {};
-  return {b.name, b.name_size};
-}
 
 }  // namespace aqueduct::emu

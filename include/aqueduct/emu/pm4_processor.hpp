@@ -113,7 +113,7 @@ class pm4_processor : public queue_wakeup {
   // ring is not a power of two >= 1 KiB, or the family is not known.
   [[nodiscard]] static result<std::unique_ptr<pm4_processor>> try_create(
       const pm4_queue_binding& b, const vm_access& vm, event_notifier& events,
-      const host_kernel_registry& registry = host_kernel_registry::global(), pm4_processor_options opt = {}) {
+      const host_kernel_registry& registry, pm4_processor_options opt = {}) {
     if (b.ring_bytes < 1024 || (b.ring_bytes & (b.ring_bytes - 1)) != 0)
       return failure(errc::invalid_argument, "PM4 ring size must be a power of two >= 1024 bytes");
     if (b.ring_va % 256 != 0 || !vm.is_mapped(b.ring_va, b.ring_bytes))
@@ -128,7 +128,7 @@ class pm4_processor : public queue_wakeup {
   }
   [[nodiscard]] static std::unique_ptr<pm4_processor> create(const pm4_queue_binding& b, const vm_access& vm,
                                                              event_notifier& events,
-                                                             const host_kernel_registry& registry = host_kernel_registry::global(),
+                                                             const host_kernel_registry& registry,
                                                              pm4_processor_options opt = {}) {
     return try_create(b, vm, events, registry, std::move(opt)).value();
   }

@@ -78,16 +78,7 @@ enum class sdma_fault : std::uint8_t {
   return "?";
 }
 
-[[nodiscard]] constexpr const char* engine_name(abi::sdma::engine e) noexcept {
-  switch (e) {
-    case abi::sdma::engine::v4_0: return "SDMA 4";
-    case abi::sdma::engine::v5_0: return "SDMA 5.0";
-    case abi::sdma::engine::v5_2: return "SDMA 5.2";
-    case abi::sdma::engine::v6_0: return "SDMA 6";
-    case abi::sdma::engine::v7_0: return "SDMA 7";
-  }
-  return "SDMA ?";
-}
+using abi::sdma::engine_name;
 
 // Why and where the queue stopped.
 struct sdma_error {

@@ -18,11 +18,16 @@
 // - `open_render_node(minor)`: the DRM render node /dev/dri/renderD<minor> that ACQUIRE_VM
 //   takes; returns an fd >= 0 or -errno. `close_render_node(fd)` closes it.
 // - `sysfs_root()`: the directory holding the KFD topology tree (nodes/N/properties ...).
+// - optional `queue_port(queue_id)` (`has_queue_port`): an in-process device's port for a queue it
+//   created (core/queue_port.hpp): the doorbell store it cannot observe, and why the queue's engine
+//   stopped. The one seam between the layers above and an emulated device's engines. The Linux
+//   device has none (a doorbell store to the mapped page is all the hardware needs).
 //
 // Thread safety: ioctl/mmap/munmap may be called from any thread, as with the kernel.
 #pragma once
 
 #include <aqueduct/core/mapping.hpp>
+#include <aqueduct/core/queue_port.hpp>
 #include <aqueduct/core/result.hpp>
 
 #include <concepts>
@@ -61,5 +66,22 @@ concept device_file = requires(F& f, const F& cf, unsigned long request, void* a
   { cf.kfd_fd() } noexcept -> std::same_as<int>;
   { cf.sysfs_root() } noexcept -> std::same_as<const std::filesystem::path&>;
 };
+
+// A device file with the optional queue_port hook.
+template <class F>
+concept has_queue_port = requires(F& f, std::uint32_t queue_id) {
+  { f.queue_port(queue_id) } noexcept -> std::same_as<::aqueduct::queue_port*>;
+};
+// The port of `queue_id` on `f`, or nullptr (no hook, or no port for that queue).
+template <class F>
+[[nodiscard]] ::aqueduct::queue_port* queue_port_of(F& f, std::uint32_t queue_id) noexcept {
+  if constexpr (has_queue_port<F>) {
+    return f.queue_port(queue_id);
+  } else {
+    (void)f;
+    (void)queue_id;
+    return nullptr;
+  }
+}
 
 }  // namespace aqueduct::kfd

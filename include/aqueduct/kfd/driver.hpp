@@ -81,6 +81,17 @@ inline std::string describe_errno(int e) {
   const std::string text = e == abi::kfd::enotsupp ? std::string("Operation is not supported") : std::strerror(e);
   return text + " (" + errno_name(e) + ", -" + std::to_string(e) + ")";
 }
+// The errc of a request that returned -e: CREATE_QUEUE's ENOMEM (no free queue slot or SDMA
+// queue), ENOSPC (the per-process queue limit) and EPERM (the per-device queue limit) say the
+// device is out of queues (pqm_create_queue / create_queue_cpsch, spec/kfd.md §2.6), so callers
+// can fall back; everything else is ioctl_failed. The errno itself is kept as data
+// (failure::os_errno).
+[[nodiscard]] inline errc ioctl_errc(unsigned long request, int e) noexcept {
+  const unsigned nr = abi::kfd::ioc_nr(request);
+  if (nr == abi::kfd::ioc_nr(abi::kfd::amdkfd_ioc_create_queue) && (e == ENOMEM || e == ENOSPC || e == EPERM))
+    return errc::out_of_resources;
+  return errc::ioctl_failed;
+}
 // The failure of a request that returned -e.
 inline failure ioctl_failure(unsigned long request, int e, std::string_view context = {}) {
   std::string s = std::string(abi::kfd::ioctl_name(request)) + " failed: " + describe_errno(e);
@@ -89,7 +100,7 @@ inline failure ioctl_failure(unsigned long request, int e, std::string_view cont
     s += context;
     s += "]";
   }
-  return failure(errc::ioctl_failed, std::move(s));
+  return failure(ioctl_errc(request, e), std::move(s), e);
 }
 
 namespace detail {

@@ -73,14 +73,14 @@ class linux_device {
                                "to use the emulated device"
                              : "; no AMD GPU driver (amdgpu/amdkfd) here? run with --emulate PRESET (e.g. "
                                "--emulate mi300x) to use the emulated device";
-      return failure(errc::kfd_unavailable,
-                     "cannot open " + kfd_path.string() + ": " + std::strerror(e) + hint);
+      return failure(errc::kfd_unavailable, "cannot open " + kfd_path.string() + ": " + std::strerror(e) + hint, e);
     }
     return linux_device(fd, std::move(sysfs_root));
 #else
     (void)sysfs_root;
-    return failure(errc::kfd_unavailable, "cannot open " + kfd_path.string() +
-                                              ": the KFD driver exists only on Linux; use --emulate PRESET");
+    return failure(errc::kfd_unavailable,
+                   "cannot open " + kfd_path.string() + ": the KFD driver exists only on Linux; use --emulate PRESET",
+                   ENOENT);
 #endif
   }
   [[nodiscard]] static linux_device open(std::filesystem::path sysfs_root = default_sysfs_root(),

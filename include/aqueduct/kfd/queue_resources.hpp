@@ -137,6 +137,15 @@ class queue_resources {
   [[nodiscard]] static result<queue_resources> try_create(driver_ref<F> d, const node& gpu,
                                                           const doorbell_pages<F>& doorbells,
                                                           const queue_options& opt) {
+    return try_create(d, gpu, doorbells, opt, [](buffer_ref, buffer_ref) {});
+  }
+  // As above; `prepare(ring, pointers)` runs on the zeroed ring and pointer page before
+  // CREATE_QUEUE — where userspace puts the queue in its initial state (an AQL ring INVALID-filled
+  // and its amd_queue initialised, as ROCr does), since the device may start fetching at once.
+  template <class Prepare>
+  [[nodiscard]] static result<queue_resources> try_create(driver_ref<F> d, const node& gpu,
+                                                          const doorbell_pages<F>& doorbells,
+                                                          const queue_options& opt, Prepare&& prepare) {
     namespace k = abi::kfd;
     AQUEDUCT_ASSERT(doorbells.gpu_id() == gpu.gpu_id, "doorbell pages of another GPU");
     AQUEDUCT_ASSERT(opt.rptr_offset + 8 <= page_size && opt.wptr_offset + 8 <= page_size, "pointers in the page");
@@ -187,6 +196,7 @@ class queue_resources {
       a.ctl_stack_size = ctl;
     }
 
+    prepare(q.ring_.ref(), q.pointers_.ref());
     const std::string ctx_text = std::string(to_string(opt.kind)) + " queue on gpu_id " + std::to_string(gpu.gpu_id) +
                                  ", ring " + std::to_string(opt.ring_size.value) + " bytes";
     AQUEDUCT_TRY_VOID(d.try_ioctl(create_queue_request(d), &a, ctx_text));

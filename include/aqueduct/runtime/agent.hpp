@@ -5,8 +5,8 @@
 // come from the KFD topology node (sysfs, real or written by the emulator). Queues are created
 // typed by the agent's family: `try_make_queue` visits it once (arch::visit_family) and
 // everything after is fixed for the queue's lifetime. Code: `try_load` of a gfx code object
-// (code::code_object, placed by code::try_load into code memory) or of a host code object
-// (emulated device only: host functions, runtime/kernel.hpp).
+// (code::code_object, placed by code::try_load into code memory) or of an emulated code object;
+// host functions are loaded with aqueduct::emu::try_load (runtime/emulator.hpp).
 // Thread safety: every member may be called from any thread. Resources it makes must be
 // destroyed before the system.
 #pragma once
@@ -42,7 +42,7 @@ namespace aqueduct::runtime {
 class agent {
  public:
   agent() = default;
-  explicit agent(detail::agent_state& s) noexcept : s_(&s) {}
+  explicit agent(detail::agent_state& s) noexcept : keep_(detail::keep_system(s)), s_(&s) {}
 
   // ---- properties ----------------------------------------------------------------------------
   [[nodiscard]] const kfd::node& node() const noexcept { return *s_->node; }
@@ -65,15 +65,17 @@ class agent {
 
   // ---- memory ----------------------------------------------------------------------------------
   template <class T>
-  [[nodiscard]] result<buffer<T>> try_alloc(std::size_t count, memory_kind kind = memory_kind::host) const {
+  // Device memory (VRAM) unless asked otherwise, as hipMalloc: host-visible memory is asked for
+  // explicitly (memory_kind::host or device_host_visible).
+  [[nodiscard]] result<buffer<T>> try_alloc(std::size_t count, memory_kind kind = memory_kind::device) const {
     if (count == 0 || count > std::numeric_limits<std::uint64_t>::max() / sizeof(T))
       return failure(errc::invalid_argument, "alloc: element count must be in [1, 2^64 / sizeof(T))");
     AQUEDUCT_TRY(auto bo, kfd::buffer<detail::file_type>::try_allocate(s_->sys->ref(), *s_->node,
                                                                         byte_count(count * sizeof(T)), to_memory_use(kind)));
-    return buffer<T>(std::move(bo), count, kind);
+    return buffer<T>(std::move(bo), count, kind, keep_);
   }
   template <class T>
-  [[nodiscard]] buffer<T> alloc(std::size_t count, memory_kind kind = memory_kind::host) const {
+  [[nodiscard]] buffer<T> alloc(std::size_t count, memory_kind kind = memory_kind::device) const {
     return try_alloc<T>(count, kind).value();
   }
 
@@ -83,7 +85,7 @@ class agent {
   [[nodiscard]] result<executable> try_load(const code::code_object& co) const {
     auto alloc = std::make_unique<detail::code_allocator>(s_->sys->ref(), *s_->node);
     AQUEDUCT_TRY(auto exe, code::try_load(co, *alloc));
-    return executable(std::move(alloc), std::move(exe), emulated());
+    return executable(std::move(alloc), std::move(exe), emulated(), keep_);
   }
   // The bytes of one ELF code object.
   [[nodiscard]] result<executable> try_load(std::span<const std::byte> code_object_bytes) const {
@@ -91,44 +93,19 @@ class agent {
     return try_load(co);
   }
   // An emulated code object as code/ describes it (descriptors you built, host kernels
-  // registered by name in this system's registry: see host_registry()).
+  // registered by name in the emulated device's registry: see aqueduct::emu::try_load).
   [[nodiscard]] result<executable> try_load(const code::emulated_code_object& eco) const {
     if (!emulated())
       return failure(errc::not_supported, "emulated code objects (host kernels) run only on the emulated device; " +
                                               gfx_name() + " here is a real GPU: load a gfx code object");
     auto alloc = std::make_unique<detail::code_allocator>(s_->sys->ref(), *s_->node);
     AQUEDUCT_TRY(auto exe, code::try_load(eco, *alloc));
-    return executable(std::move(alloc), std::move(exe), true);
-  }
-  // Host functions following host_kernel_abi: registers each and loads their descriptors.
-  [[nodiscard]] result<executable> try_load(const host_code_object& hco) const {
-    code::emulated_code_object eco;
-    for (const auto& k : hco.kernels) {
-      if (k.name.empty() || k.name.size() > emu::max_host_kernel_name)
-        return failure(errc::invalid_argument, "host kernel name '" + k.name + "' must be 1.." +
-                                                   std::to_string(emu::max_host_kernel_name) + " bytes");
-      code::emulated_kernel ek;
-      ek.name = k.name;
-      ek.host_kernel = k.name;
-      ek.descriptor = host_kernel_abi::descriptor(k.kernarg_size, k.group_segment_size);
-      for (const auto& arg : k.args)
-        if (arg.offset > k.kernarg_size || arg.size > k.kernarg_size - arg.offset)
-          return failure(errc::invalid_argument, "host kernel '" + k.name + "': declared argument at offset " +
-                                                     std::to_string(arg.offset) + " lies outside its " +
-                                                     std::to_string(k.kernarg_size) + " kernarg bytes");
-      ek.args = k.args;
-      eco.kernels.push_back(std::move(ek));
-    }
-    if (emulated())
-      for (const auto& k : hco.kernels) s_->sys->registry.add(k.name, k.fn);
-    return try_load(eco);
+    return executable(std::move(alloc), std::move(exe), true, keep_);
   }
   template <class Code>
   [[nodiscard]] executable load(const Code& c) const {
     return try_load(c).value();
   }
-  // The host-kernel registry the emulated processors of this system use.
-  [[nodiscard]] emu::host_kernel_registry& host_registry() const noexcept { return s_->sys->registry; }
 
   // ---- queues ------------------------------------------------------------------------------------
   // One spelling for every kind: gpu.make_queue(aq::aql | aq::pm4 | aq::sdma, options). The tag
@@ -146,7 +123,7 @@ class agent {
   // ---- signals -----------------------------------------------------------------------------------
   [[nodiscard]] result<signal> try_make_signal(std::int64_t initial) const {
     AQUEDUCT_TRY(auto s, detail::try_acquire_signal(*s_, initial));
-    return signal(*s_, std::move(s));
+    return signal(*s_, std::move(s), keep_);
   }
   [[nodiscard]] signal make_signal(std::int64_t initial) const { return try_make_signal(initial).value(); }
 
@@ -163,6 +140,7 @@ class agent {
   [[nodiscard]] detail::agent_state& state() const noexcept { return *s_; }
 
  private:
+  detail::keep_alive keep_;  // the system state, shared (an agent stays usable after its system)
   detail::agent_state* s_ = nullptr;
 };
 
@@ -188,6 +166,7 @@ class agent {
                                           }));
   namespace k = kfd;
   auto st = std::make_unique<detail::queue_state>();
+  st->keep = detail::keep_system(a);
   st->agent = &a;
   st->opt = o;
   st->fam = t.fam;
@@ -199,24 +178,28 @@ class agent {
   ko.priority = o.priority;
   ko.rptr_offset = offsetof(abi::amd_queue, read_dispatch_id);
   ko.wptr_offset = offsetof(abi::amd_queue, write_dispatch_id);
-  AQUEDUCT_TRY(st->res, k::queue_resources<detail::file_type>::try_create(a.sys->ref(), *a.node, *doorbells, ko));
+  // As ROCr: the ring INVALID-filled and the amd_queue initialised BEFORE CREATE_QUEUE — the
+  // device may start fetching as soon as the queue is mapped.
+  const std::uint32_t ring_slots = static_cast<std::uint32_t>(ko.ring_size.value / abi::aql_packet_size);
+  AQUEDUCT_TRY(st->res, k::queue_resources<detail::file_type>::try_create(
+                            a.sys->ref(), *a.node, *doorbells, ko, [&](k::buffer_ref ring, k::buffer_ref ptrs) {
+                              st->desc = ptrs.as<abi::amd_queue>();
+                              st->aql.emplace(aqueduct::ring::aql_queue_memory{st->desc, ring.as<abi::aql_slot>(), ring_slots},
+                                              queue_doorbell{}, true);
+                            }));
   const std::uint32_t slots = st->res.ring_size() / static_cast<std::uint32_t>(abi::aql_packet_size);
+  if (slots != ring_slots) return failure(errc::invalid_argument, "CREATE_QUEUE resized the AQL ring");
   AQUEDUCT_TRY(st->kernargs, k::buffer<detail::file_type>::try_allocate(
                                  a.sys->ref(), *a.node, byte_count(std::uint64_t{slots} * o.kernarg_bytes),
                                  k::memory_use::host));
   AQUEDUCT_TRY(st->event, a.sys->try_make_event(*a.node));
   auto* page = static_cast<std::byte*>(st->res.pointers().host);
-  st->desc = reinterpret_cast<abi::amd_queue*>(page);
   st->progress = reinterpret_cast<abi::amd_signal*>(page + queue::progress_signal_offset);
   sync::signal_ref::initialize(*st->progress, queue::progress_start, st->event.mailbox_va().value, st->event.id());
-  // Every header INVALID and both indexes 0 before any processor looks at the ring.
-  st->aql.emplace(aqueduct::ring::aql_queue_memory{st->desc, st->res.ring().as<abi::aql_slot>(), slots},
-                  queue_doorbell{static_cast<std::uint64_t*>(st->res.doorbell()), nullptr}, true);
-  if (gpu.emulated()) {
-    AQUEDUCT_TRY(st->processor, a.sys->link->try_attach_aql(st->res.queue_id(),
-                                                              reinterpret_cast<std::uintptr_t>(st->desc), t.fam));
-    st->aql->get_doorbell().watcher = st->processor;
-  }
+  st->port = kfd::queue_port_of(a.sys->driver.file(), st->res.queue_id());
+  st->aql->get_doorbell() = queue_doorbell{static_cast<std::uint64_t*>(st->res.doorbell()), st->port};
+  if (st->port && st->port->faulted())
+    if (auto f = st->port->fault()) return *f;
   return queue(std::move(st));
 }
 

@@ -41,6 +41,8 @@ class any_device_file {
   int close_render_node(int fd) noexcept { return p_->close_render_node(fd); }
   [[nodiscard]] int kfd_fd() const noexcept { return p_->kfd_fd(); }
   [[nodiscard]] const std::filesystem::path& sysfs_root() const noexcept { return p_->sysfs_root(); }
+  // The optional hook (kfd/device_file.hpp): nullptr when the wrapped model has none.
+  [[nodiscard]] ::aqueduct::queue_port* queue_port(std::uint32_t queue_id) noexcept { return p_->queue_port(queue_id); }
 
   [[nodiscard]] explicit operator bool() const noexcept { return p_ != nullptr; }
   // The wrapped model, when it is exactly F (nullptr otherwise).
@@ -60,6 +62,7 @@ class any_device_file {
     virtual int close_render_node(int) noexcept = 0;
     [[nodiscard]] virtual int kfd_fd() const noexcept = 0;
     [[nodiscard]] virtual const std::filesystem::path& sysfs_root() const noexcept = 0;
+    [[nodiscard]] virtual ::aqueduct::queue_port* queue_port(std::uint32_t) noexcept = 0;
   };
   template <class F>
   struct model final : concept_ {
@@ -73,11 +76,15 @@ class any_device_file {
     int close_render_node(int fd) noexcept override { return file.close_render_node(fd); }
     [[nodiscard]] int kfd_fd() const noexcept override { return file.kfd_fd(); }
     [[nodiscard]] const std::filesystem::path& sysfs_root() const noexcept override { return file.sysfs_root(); }
+    [[nodiscard]] ::aqueduct::queue_port* queue_port(std::uint32_t q) noexcept override {
+      return kfd::queue_port_of(file, q);
+    }
     F file;
   };
   std::unique_ptr<concept_> p_;
 };
 
 static_assert(kfd::device_file<any_device_file>);
+static_assert(kfd::has_queue_port<any_device_file>);
 
 }  // namespace aqueduct::runtime

@@ -23,6 +23,7 @@
 #include <aqueduct/abi/kfd_ioctl.hpp>
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/runtime/agent.hpp>
+#include <aqueduct/runtime/emulator.hpp>
 #include <aqueduct/runtime/kernel.hpp>
 #include <aqueduct/runtime/memory.hpp>
 #include <aqueduct/runtime/queue.hpp>
@@ -59,7 +60,7 @@ struct copy_kernel_args {
 };
 inline constexpr const char* copy_kernel_name = "aqueduct_copy_bytes";
 inline void copy_kernel(emu::workgroup_context& ctx) {
-  const host_workgroup wg(ctx);
+  const emu::host_workgroup wg(ctx);
   const auto a = wg.args<copy_kernel_args>();
   const std::uint64_t off = std::uint64_t{wg.id(0)} * a.chunk;
   if (off >= a.bytes) return;
@@ -140,9 +141,9 @@ class copy_engine {
     if (!gpu_.emulated())
       return failure(errc::not_supported, "no SDMA queue on " + gpu_.gfx_name() + " (" + why_shader_ +
                                               ") and aqueduct ships no gfx copy kernel yet for the shader fallback");
-    host_code_object hco;
-    hco.kernels.push_back(host_kernel::with_args<void*, const void*, std::uint64_t, std::uint64_t>(copy_kernel_name, copy_kernel));
-    AQUEDUCT_TRY(auto exe, gpu_.try_load(hco));
+    emu::host_code_object hco;
+    hco.kernels.push_back(emu::host_kernel::with_args<void*, const void*, std::uint64_t, std::uint64_t>(copy_kernel_name, copy_kernel));
+    AQUEDUCT_TRY(auto exe, emu::try_load(gpu_, hco));
     auto k = exe.try_get_kernel<void*, const void*, std::uint64_t, std::uint64_t>(copy_kernel_name);
     if (!k) return std::move(k).get_failure();
     kernel_ = std::move(*k);

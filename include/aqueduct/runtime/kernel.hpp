@@ -1,21 +1,16 @@
-// aqueduct/runtime/kernel.hpp — kernels: what a dispatch needs (`kernel`), loaded executables,
-// and the emulated code objects whose kernels are host functions.
+// aqueduct/runtime/kernel.hpp — kernels: what a dispatch needs (`kernel`) and loaded
+// executables.
 //
 // Layer: runtime. A `kernel` is the GPU address of a 64-byte kernel descriptor in code memory
 // plus the sizes a dispatch packet repeats (kernarg, LDS, scratch). An `executable` owns the code
 // memory its kernels live in.
 // Loading goes through code/loader.hpp (code::try_load) with `detail::code_allocator`, which
-// hands the loader kfd/ buffers of memory_use::code. On the emulated device kernels are host
-// functions (emu/host_kernel.hpp): a `host_code_object` lists them; loading one registers each
-// function and places, per kernel, a real kernel descriptor followed (at the 256-byte code entry)
-// by an emulated code blob naming the function (code::emulated_code_object). The descriptor follows one fixed
-// register ABI, `host_kernel_abi`: user SGPRs s[0:1] = dispatch packet pointer, s[2:3] = kernarg
-// pointer; system SGPRs s4, s5, s6 = workgroup id X, Y, Z; VGPR v0 = work-item id X (wave64).
-// `host_workgroup` decodes exactly those registers, so a host kernel finds its arguments the way
-// compiled code does, and a wrong register setup gives a wrong answer.
+// hands the loader kfd/ buffers of memory_use::code. Kernels of an emulated code object
+// (code::emulated_code_object; host functions: aqueduct::emu::host_code_object in
+// runtime/emulator.hpp) load the same way.
 // Real gfx code objects cannot run on the emulator: loading one there fails with
 // errc::not_supported and says why (see agent::try_load).
-// Thread safety: kernels and executables are values; host functions run on emulator threads.
+// Thread safety: kernels and executables are values.
 #pragma once
 
 #include <aqueduct/abi/aql.hpp>
@@ -25,8 +20,6 @@
 #include <aqueduct/core/units.hpp>
 #include <aqueduct/code/elf.hpp>
 #include <aqueduct/code/loader.hpp>
-#include <aqueduct/emu/host_kernel.hpp>
-#include <aqueduct/emu/wave_state.hpp>
 #include <aqueduct/kfd/memory.hpp>
 #include <aqueduct/runtime/any_device.hpp>
 #include <aqueduct/runtime/kernel_args.hpp>
@@ -131,96 +124,6 @@ class kernel {
   untyped_kernel k_;
 };
 
-// One host function of a host code object (an emulated code object whose kernels follow
-// host_kernel_abi). `args` is its argument list as metadata (.args) would list it; declare it
-// from the C++ parameter types with `host_kernel::with_args<P...>(name, fn)`, which also sets
-// kernarg_size, so that get_kernel<P...> can check a dispatch's types against it.
-struct host_kernel {
-  std::string name;            // 1..47 bytes: also the host_kernel_registry name
-  emu::host_kernel_fn fn;      // called once per workgroup
-  std::uint32_t kernarg_size = 0;
-  std::uint32_t group_segment_size = 0;
-  std::vector<code::kernel_arg> args{};
-
-  template <class... P>
-  [[nodiscard]] static host_kernel with_args(std::string name, emu::host_kernel_fn fn, std::uint32_t group_segment_size = 0) {
-    return host_kernel{std::move(name), std::move(fn), static_cast<std::uint32_t>(detail::kernel_layout<P...>::bytes),
-                       group_segment_size, signature_args<P...>()};
-  }
-};
-struct host_code_object {
-  std::vector<host_kernel> kernels;
-};
-
-// The descriptor every emulated kernel is "compiled" with (see the header comment).
-namespace host_kernel_abi {
-inline constexpr unsigned dispatch_ptr_sgpr = 0;
-inline constexpr unsigned kernarg_ptr_sgpr = 2;
-inline constexpr unsigned workgroup_id_sgpr = 4;  // X, Y, Z at 4, 5, 6
-inline constexpr unsigned user_sgpr_count = 4;
-
-[[nodiscard]] constexpr abi::kernel_descriptor descriptor(std::uint32_t kernarg_size,
-                                                          std::uint32_t group_segment_size) noexcept {
-  namespace kcp = abi::kernel_code_properties;
-  namespace r2 = abi::compute_pgm_rsrc2;
-  abi::kernel_descriptor kd{};
-  kd.group_segment_fixed_size = group_segment_size;
-  kd.kernarg_size = kernarg_size;
-  kd.kernel_code_properties = static_cast<std::uint16_t>(kcp::enable_sgpr_dispatch_ptr::put(1) |
-                                                         kcp::enable_sgpr_kernarg_segment_ptr::put(1));
-  kd.compute_pgm_rsrc2 = r2::user_sgpr_count::put(user_sgpr_count) | r2::enable_sgpr_workgroup_id_x::put(1) |
-                         r2::enable_sgpr_workgroup_id_y::put(1) | r2::enable_sgpr_workgroup_id_z::put(1) |
-                         r2::enable_vgpr_workitem_id::put(0);
-  return kd;
-}
-}  // namespace host_kernel_abi
-
-// A workgroup as a host kernel compiled for host_kernel_abi sees it, decoded from wave 0's
-// initial SGPRs and each wave's v0.
-class host_workgroup {
- public:
-  explicit host_workgroup(emu::workgroup_context& ctx) : ctx_(&ctx) {
-    const emu::wave_state& w0 = ctx.wave(0);
-    packet_ = ctx.load<abi::kernel_dispatch_packet>(w0.sgpr64(host_kernel_abi::dispatch_ptr_sgpr));
-    kernarg_ = w0.sgpr64(host_kernel_abi::kernarg_ptr_sgpr);
-    for (unsigned d = 0; d < 3; ++d) id_[d] = w0.sgpr[host_kernel_abi::workgroup_id_sgpr + d];
-  }
-  [[nodiscard]] emu::workgroup_context& context() const noexcept { return *ctx_; }
-  [[nodiscard]] const abi::kernel_dispatch_packet& packet() const noexcept { return packet_; }
-  [[nodiscard]] std::uint64_t kernarg_address() const noexcept { return kernarg_; }
-  // The kernarg segment as a struct (checked load).
-  template <class Args>
-  [[nodiscard]] Args args() const {
-    return ctx_->load<Args>(kernarg_);
-  }
-  [[nodiscard]] std::uint32_t id(unsigned dim) const noexcept { return id_[dim]; }
-  // Calls f(first_global_x, lanes) for each wave: its active lanes hold consecutive X ids.
-  template <class F>
-  void for_each_wave(F&& f) const {
-    const std::uint64_t base = std::uint64_t(id_[0]) * packet_.workgroup_size_x;
-    for (const emu::wave_state& w : ctx_->waves()) {
-      if (w.active_lanes == 0) continue;
-      const std::uint32_t first = w.v0[0] & abi::packed_workitem_id::x::mask;
-      AQUEDUCT_ASSERT((w.v0[w.active_lanes - 1] & abi::packed_workitem_id::x::mask) == first + w.active_lanes - 1,
-                      "host_workgroup: lanes are not consecutive in X");
-      f(base + first, static_cast<std::uint32_t>(w.active_lanes));
-    }
-  }
-  // Calls f(global_x) for every active work-item.
-  template <class F>
-  void for_each_item(F&& f) const {
-    for_each_wave([&](std::uint64_t first, std::uint32_t n) {
-      for (std::uint32_t i = 0; i < n; ++i) f(first + i);
-    });
-  }
-
- private:
-  emu::workgroup_context* ctx_;
-  abi::kernel_dispatch_packet packet_{};
-  std::uint64_t kernarg_ = 0;
-  std::uint32_t id_[3] = {0, 0, 0};
-};
-
 namespace detail {
 // code::code_memory_allocator over kfd/ buffers of memory_use::code (host-mapped so the loader
 // can write; VRAM | PUBLIC on /dev/kfd).
@@ -260,8 +163,10 @@ class executable {
  public:
   using loaded_type = code::loaded_executable<detail::code_allocator>;
   executable() = default;
-  executable(std::unique_ptr<detail::code_allocator> alloc, loaded_type exe, bool emulated) noexcept
-      : alloc_(std::move(alloc)), exe_(std::make_unique<loaded_type>(std::move(exe))), emulated_(emulated) {}
+  executable(std::unique_ptr<detail::code_allocator> alloc, loaded_type exe, bool emulated,
+             std::shared_ptr<const void> keep = {}) noexcept
+      : keep_(std::move(keep)), alloc_(std::move(alloc)), exe_(std::make_unique<loaded_type>(std::move(exe))),
+        emulated_(emulated) {}
   executable(executable&&) noexcept = default;
   executable& operator=(executable&& o) noexcept {
     if (this != &o) {
@@ -269,6 +174,7 @@ class executable {
       alloc_ = std::move(o.alloc_);
       exe_ = std::move(o.exe_);
       emulated_ = o.emulated_;
+      keep_ = std::move(o.keep_);
     }
     return *this;
   }
@@ -312,6 +218,7 @@ class executable {
                           std::span<const code::kernel_arg>(k.args), hidden_arg_offsets::of(k.args)};
   }
 
+  std::shared_ptr<const void> keep_;  // the system (declared first: released last)
   std::unique_ptr<detail::code_allocator> alloc_;
   std::unique_ptr<loaded_type> exe_;
   bool emulated_ = false;

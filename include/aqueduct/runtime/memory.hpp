@@ -5,11 +5,12 @@
 // of three kinds:
 //   - memory_kind::host         system memory (GTT), coherent, mapped for the host and the GPU:
 //                               the host writes inputs and reads results in place;
-//   - memory_kind::device       VRAM, GPU only (no host pointer on /dev/kfd);
+//   - memory_kind::device       VRAM, GPU only (no host pointer on /dev/kfd) — agent::alloc's
+//                               default, as hipMalloc's;
 //   - memory_kind::device_host_visible  VRAM through the large BAR, host-mapped.
 // In a kernel's argument list a buffer becomes its GPU address (runtime/queue.hpp).
 // Thread safety: a buffer is a value; its memory may be shared with the device as usual. A
-// buffer must be destroyed before its system.
+// buffer keeps its system's state alive (it may outlive the `system` value).
 #pragma once
 
 #include <aqueduct/core/assert.hpp>
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <span>
 #include <type_traits>
+#include <memory>
 #include <utility>
 
 namespace aqueduct::runtime {
@@ -61,10 +63,19 @@ class buffer {
  public:
   using value_type = T;
   buffer() = default;
-  buffer(kfd::buffer<any_device_file> bo, std::size_t count, memory_kind kind) noexcept
-      : bo_(std::move(bo)), count_(count), kind_(kind) {}
+  // `keep` keeps the system that allocated it alive (the BO is freed through its driver).
+  buffer(kfd::buffer<any_device_file> bo, std::size_t count, memory_kind kind, std::shared_ptr<const void> keep = {}) noexcept
+      : keep_(std::move(keep)), bo_(std::move(bo)), count_(count), kind_(kind) {}
   buffer(buffer&&) noexcept = default;
-  buffer& operator=(buffer&&) noexcept = default;
+  buffer& operator=(buffer&& o) noexcept {
+    if (this != &o) {
+      bo_ = std::move(o.bo_);  // frees ours first, while our system is still held
+      count_ = std::exchange(o.count_, 0);
+      kind_ = o.kind_;
+      keep_ = std::move(o.keep_);
+    }
+    return *this;
+  }
 
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
   [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
@@ -89,9 +100,11 @@ class buffer {
   void reset() noexcept {
     bo_.reset();
     count_ = 0;
+    keep_.reset();
   }
 
  private:
+  std::shared_ptr<const void> keep_;  // declared first: released after the BO
   kfd::buffer<any_device_file> bo_;
   std::size_t count_ = 0;
   memory_kind kind_ = memory_kind::host;

@@ -14,19 +14,18 @@
 // the queue's event; waits spin on the progress word, then block on the event. PM4 dispatches
 // whole workgroups (grid rounded up, as tinygrad does): kernels bound-check against the grid
 // size in their dispatch packet or kernargs.
-// On the emulated device this type attaches an emu::pm4_processor to the queue itself (from
-// what the emulated KFD accepted: emu::pm4_binding_of) and stops it before DESTROY_QUEUE; the
-// doorbell also wakes it. A stopped processor's fault is returned by the waits (device_hang for
-// the GFX11 PRIV hang or an undersized CWSR area, queue_error, device_fault).
+// On the emulated device the device runs the MEC itself (started by CREATE_QUEUE, stopped inside
+// DESTROY_QUEUE); the doorbell store also reaches it through the queue's port
+// (core/queue_port.hpp). A queue the device stopped is reported by the waits and by a submission
+// into its full ring (device_hang for the GFX11 PRIV hang or an undersized CWSR area,
+// queue_error, device_fault).
 // Thread safety: one thread submits; waits and queries from any thread.
 #pragma once
 
 #include <aqueduct/abi/aql.hpp>
 #include <aqueduct/arch/target.hpp>
 #include <aqueduct/core/result.hpp>
-#include <aqueduct/emu/device_adapters.hpp>
-#include <aqueduct/emu/pm4_host.hpp>
-#include <aqueduct/emu/pm4_processor.hpp>
+#include <aqueduct/core/queue_port.hpp>
 #include <aqueduct/kfd/queue_resources.hpp>
 #include <aqueduct/queue/pm4_queue.hpp>
 #include <aqueduct/runtime/agent.hpp>
@@ -38,6 +37,7 @@
 #include <aqueduct/sync/atomics.hpp>
 #include <aqueduct/sync/wait.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -55,17 +55,16 @@ struct pm4_queue_options {
   std::uint32_t priority = 7;
   sync::wait_policy wait{};
   sync::nanoseconds drain_timeout = std::chrono::seconds(5);
-  emu::pm4_processor_options emulation{};  // emulated device: the MEC's knobs (preemption stress ...)
 };
 
-// The doorbell of a PM4 queue: 64-bit, write pointer in dwords; on the emulator it also wakes
-// the processor.
+// The doorbell of a PM4 queue: 64-bit, write pointer in dwords; an in-process device is also
+// told through the queue's port.
 struct pm4_doorbell {
   std::uint64_t* word = nullptr;
-  emu::pm4_processor* watcher = nullptr;
+  aqueduct::queue_port* port = nullptr;  // null on /dev/kfd
   void ring(std::uint64_t wptr_dwords) noexcept {
     sync::atomic_store(*word, wptr_dwords, std::memory_order_release);
-    if (watcher) watcher->ring_doorbell(wptr_dwords);
+    if (port) port->ring_doorbell(wptr_dwords);
   }
 };
 
@@ -87,7 +86,9 @@ class pm4_ring {
 template <class Target>
 class pm4_ring_of final : public pm4_ring {
  public:
-  pm4_ring_of(const aqueduct::ring::pm4_queue_memory& mem, const pm4_doorbell& db) noexcept : q_(mem, db, true) {}
+  // Not re-initialised: queue_resources zeroed the ring and pointers before CREATE_QUEUE, and the
+  // device's engine may already be reading them.
+  pm4_ring_of(const aqueduct::ring::pm4_queue_memory& mem, const pm4_doorbell& db) noexcept : q_(mem, db, false) {}
   result<std::uint64_t> try_dispatch(const aqueduct::ring::pm4::dispatch_params& p, const aqueduct::ring::pm4_completion& c,
                                      sync::nanoseconds timeout) override {
     return q_.try_dispatch(p, c, timeout);
@@ -101,6 +102,7 @@ class pm4_ring_of final : public pm4_ring {
 };
 
 struct pm4_queue_state {
+  keep_alive keep;  // the system (declared first: released after everything below)
   agent_state* agent = nullptr;
   pm4_queue_options opt{};
   std::string target_name;
@@ -108,11 +110,9 @@ struct pm4_queue_state {
   kfd::buffer<file_type> slots;
   kfd::event<file_type> event;
   std::uint64_t* progress = nullptr;  // in the pointer page: sequence number of the last completed command
-  std::uint64_t submitted = 0;        // sequence number of the last submitted command
+  std::atomic<std::uint64_t> submitted{0};  // last submitted command's sequence number (submitter writes, waiters read)
   std::unique_ptr<pm4_ring> q;
-  std::unique_ptr<emu::device_vm_view> vm;
-  std::unique_ptr<emu::device_event_notifier> events;
-  std::unique_ptr<emu::pm4_processor> processor;
+  aqueduct::queue_port* port = nullptr;  // the device's port for this queue (null on /dev/kfd)
 };
 }  // namespace detail
 
@@ -149,6 +149,7 @@ class pm4_queue {
   // An untyped kernel: the arguments' count, sizes and offsets are checked against its metadata.
   template <class... Args>
   result<pm4_ticket> try_dispatch(const untyped_kernel& k, grid g, block b, const Args&... args) {
+    if (!s_) return empty_queue();
     if (detail::kernarg_layout_size<Args...>() > s_->opt.kernarg_bytes)
       return failure(errc::invalid_argument, "kernel '" + k.name + "': kernargs do not fit pm4_queue_options::kernarg_bytes");
     if (!detail::untyped_args_match<Args...>(k.args, k.kernarg_size))
@@ -163,49 +164,57 @@ class pm4_queue {
   // Until the ticket's command has completed (its RELEASE_MEM landed). A ticket of another PM4
   // queue is errc::invalid_argument, naming both queues.
   [[nodiscard]] result<void> try_wait(pm4_ticket t, sync::nanoseconds timeout = sync::infinite) const {
+    if (!s_) return empty_queue();
     if (!t.issued_by(s_.get())) return failure(errc::invalid_argument, t.mismatch(queue_id()));
     return wait_progress(t.value(), timeout);
   }
   void wait(pm4_ticket t, sync::nanoseconds timeout = sync::infinite) const { try_wait(t, timeout).value(); }
-  [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const { return wait_progress(s_->submitted, timeout); }
+  [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const {
+    if (!s_) return empty_queue();
+    return wait_progress(s_->submitted.load(std::memory_order_acquire), timeout);
+  }
   void finish(sync::nanoseconds timeout = sync::infinite) const { try_finish(timeout).value(); }
 
   // ---- state --------------------------------------------------------------------------------------
   [[nodiscard]] std::uint64_t completed() const noexcept { return sync::atomic_load(*s_->progress, std::memory_order_acquire); }
-  [[nodiscard]] std::uint64_t submitted() const noexcept { return s_->submitted; }
+  [[nodiscard]] std::uint64_t submitted() const noexcept { return s_->submitted.load(std::memory_order_acquire); }
   [[nodiscard]] std::uint32_t queue_id() const noexcept { return s_->res.queue_id(); }
   [[nodiscard]] const std::string& target_name() const noexcept { return s_->target_name; }
   [[nodiscard]] bool sets_pm4_priv() const noexcept { return s_->q->sets_pm4_priv(); }
-  [[nodiscard]] bool emulated() const noexcept { return s_->processor != nullptr; }
-  [[nodiscard]] emu::pm4_processor* processor() const noexcept { return s_->processor.get(); }
+  [[nodiscard]] bool emulated() const noexcept { return s_->port != nullptr; }
+  // Why the device stopped this queue (in-process device only), or none.
+  [[nodiscard]] std::optional<failure> fault() const {
+    return s_->port && s_->port->faulted() ? s_->port->fault() : std::nullopt;
+  }
   [[nodiscard]] const kfd::queue_resources<detail::file_type>& resources() const noexcept { return s_->res; }
   [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
 
   // "PM4 queue 3 (gfx11+pm4-priv): PM4 queue (...): rptr .., wptr ..; packet at rptr: ..."
   void describe(std::string& out) const {
+    describe_ring(out);
+    if (auto f = fault()) out += "; device: " + std::string(f->detail());
+  }
+  void describe_ring(std::string& out) const {
     out += "queue " + std::to_string(queue_id()) + " (" + s_->target_name + "), completed " + std::to_string(completed()) +
-           " of " + std::to_string(s_->submitted) + ": ";
+           " of " + std::to_string(submitted()) + ": ";
     if (s_->q) s_->q->describe(out);
-    if (s_->processor) {
-      out += "; ";
-      s_->processor->describe(out);
-    }
   }
 
-  // Drain (bounded), stop an emulated processor, DESTROY_QUEUE, free everything.
+  // Drain (bounded), DESTROY_QUEUE (which stops an emulated engine), free everything.
   void destroy() noexcept {
     if (!s_) return;
-    if (!(s_->processor && s_->processor->has_error())) (void)try_finish(s_->opt.drain_timeout);
-    if (s_->processor) s_->processor->stop();
+    if (!(s_->port && s_->port->faulted())) (void)try_finish(s_->opt.drain_timeout);
     s_->q.reset();
     s_->res.reset();
-    s_->processor.reset();
     s_->slots.reset();
     s_->event.reset();
     s_.reset();
   }
 
  private:
+  static failure empty_queue() {
+    return failure(errc::invalid_argument, "this PM4 queue is empty (default-constructed or moved-from): make one with make_queue(aq::pm4)");
+  }
   template <class WriteKernargs>
   result<pm4_ticket> submit(const untyped_kernel& k, grid g, block b, WriteKernargs&& write_kernargs) {
     if (k.kernarg_size > s_->opt.kernarg_bytes)
@@ -214,7 +223,7 @@ class pm4_queue {
       return failure(errc::not_supported, "kernel '" + k.name + "' uses scratch; PM4 scratch setup is not provided yet");
     if (g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0)
       return failure(errc::invalid_argument, "grid and block sizes must be positive");
-    const std::uint64_t seq = s_->submitted + 1;
+    const std::uint64_t seq = s_->submitted.load(std::memory_order_relaxed) + 1;
     // The slot's previous command must have completed before its kernargs are overwritten.
     if (seq > s_->opt.slots) AQUEDUCT_TRY_VOID(wait_progress(seq - s_->opt.slots, sync::infinite));
     const std::uint64_t slot = seq & (s_->opt.slots - 1);
@@ -256,19 +265,18 @@ class pm4_queue {
       if (auto f = processor_failure()) return *f;
     }
     if (!r) return r.get_failure();
-    s_->submitted = seq;
+    s_->submitted.store(seq, std::memory_order_release);
     return pm4_ticket(detail::ticket_key{}, s_.get(), queue_id(), seq);
   }
   [[nodiscard]] std::uint64_t slot_bytes() const noexcept { return std::uint64_t{s_->opt.kernarg_bytes} + packet_bytes; }
 
   // The emulated MEC's stop (device_hang / queue_error / device_fault), with the queue described.
   [[nodiscard]] std::optional<failure> processor_failure() const {
-    if (!s_->processor || !s_->processor->has_error()) return std::nullopt;
-    auto e = s_->processor->error();
+    auto e = fault();
     if (!e) return std::nullopt;
-    std::string d = e->detail + "; ";
-    describe(d);
-    return failure(e->to_failure().code(), std::move(d));
+    std::string d = std::string(e->detail()) + "; ";
+    describe_ring(d);
+    return failure(e->code(), std::move(d));
   }
 
   [[nodiscard]] result<void> wait_progress(std::uint64_t seq, sync::nanoseconds timeout) const {
@@ -297,6 +305,7 @@ class pm4_queue {
     return failure(errc::invalid_argument, "pm4_queue_options::kernarg_bytes must be a positive multiple of 64");
   detail::agent_state& a = gpu.state();
   auto st = std::make_unique<detail::pm4_queue_state>();
+  st->keep = detail::keep_system(a);
   st->agent = &a;
   st->opt = o;
   AQUEDUCT_TRY(auto* doorbells, detail::try_doorbells(a));
@@ -324,19 +333,10 @@ class pm4_queue {
                                     st->q = std::make_unique<detail::pm4_ring_of<T>>(mem, db);
                                     return T::name();
                                   }));
-  if (emu::device* dev = a.sys->emulator) {
-    const emu::gpu_node* node = dev->find_gpu(a.node->gpu_id);
-    if (!node) return failure(errc::not_found, "emulated device has no gpu_id " + std::to_string(a.node->gpu_id));
-    std::optional<emu::queue_info> info;
-    for (const auto& q : dev->queues())
-      if (q.queue_id == st->res.queue_id()) info = q;
-    if (!info) return failure(errc::not_found, "emulated KFD does not list queue " + std::to_string(st->res.queue_id()));
-    AQUEDUCT_TRY(auto b, emu::pm4_binding_of(*info, *node));
-    st->vm = std::make_unique<emu::device_vm_view>(*dev, a.node->gpu_id);
-    st->events = std::make_unique<emu::device_event_notifier>(*dev);
-    AQUEDUCT_TRY(st->processor, emu::pm4_processor::try_create(b, *st->vm, *st->events, a.sys->registry, o.emulation));
-    st->q->doorbell().watcher = st->processor.get();
-  }
+  st->port = kfd::queue_port_of(a.sys->driver.file(), st->res.queue_id());
+  if (st->port && st->port->faulted())
+    if (auto f = st->port->fault()) return *f;
+  st->q->doorbell().port = st->port;
   return pm4_queue(std::move(st));
 }
 }  // namespace aqueduct::runtime

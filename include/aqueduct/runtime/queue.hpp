@@ -12,8 +12,10 @@
 // a full ring waits up to the caller's timeout, then errc::queue_full with the queue decoded) →
 // kernargs into the slot's kernarg area (slot i's kernargs are reused only when packet i has
 // retired) → packet body → header release-store → doorbell. No allocation, no system call, no
-// lock, no virtual call on the real device; on the emulator the doorbell additionally wakes the
-// emulated processor (runtime/emulation.hpp).
+// lock, no virtual call on the real device; on an in-process device the doorbell store is also
+// handed to the device's queue port (core/queue_port.hpp), the one thing it cannot observe.
+// The runtime knows no engine: a queue whose device reports it stopped (queue_port::fault) makes
+// waits and a dispatch into its full ring return that failure instead of blocking.
 // Destruction drains (bounded by queue_options::drain_timeout), then DESTROY_QUEUE, then frees.
 // Thread safety: dispatch/barrier/wait from any number of threads; destroy with no concurrent use.
 #pragma once
@@ -22,7 +24,7 @@
 #include <aqueduct/abi/amd_signal.hpp>
 #include <aqueduct/abi/aql.hpp>
 #include <aqueduct/core/result.hpp>
-#include <aqueduct/emu/aql_processor.hpp>
+#include <aqueduct/core/queue_port.hpp>
 #include <aqueduct/kfd/events.hpp>
 #include <aqueduct/kfd/memory.hpp>
 #include <aqueduct/kfd/queue_resources.hpp>
@@ -70,14 +72,14 @@ struct dispatch_options {
   sync::signal_ref completion_signal{};
 };
 
-// The doorbell of a runtime queue: the 64-bit word kfd/ located in the doorbell page; on the
-// emulator the processor is also told (it cannot observe an MMIO-like store).
+// The doorbell of a runtime queue: the 64-bit word kfd/ located in the doorbell page; an
+// in-process device is also told through the queue's port (it cannot observe the store).
 struct queue_doorbell {
   std::uint64_t* word = nullptr;
-  emu::aql_processor* watcher = nullptr;
+  aqueduct::queue_port* port = nullptr;  // null on /dev/kfd
   void ring(std::uint64_t last_index) noexcept {
     sync::atomic_store(*word, last_index, std::memory_order_release);
-    if (watcher) watcher->ring_doorbell(last_index);
+    if (port) port->ring_doorbell(last_index);
   }
 };
 static_assert(aqueduct::ring::doorbell<queue_doorbell>);
@@ -85,6 +87,7 @@ static_assert(aqueduct::ring::doorbell<queue_doorbell>);
 namespace detail {
 
 struct queue_state {
+  keep_alive keep;  // the system (declared first: released after everything below)
   agent_state* agent = nullptr;
   queue_options opt{};
   arch::family fam = arch::family::gfx9;
@@ -95,7 +98,7 @@ struct queue_state {
   abi::amd_queue* desc = nullptr;
   abi::amd_signal* progress = nullptr;
   std::optional<aqueduct::ring::aql_queue_mp<queue_doorbell>> aql;
-  emu::aql_processor* processor = nullptr;  // emulated device only
+  aqueduct::queue_port* port = nullptr;  // the device's port for this queue (null on /dev/kfd)
 };
 
 }  // namespace detail
@@ -155,6 +158,7 @@ class queue {
   result<aql_ticket> try_dispatch_with(const dispatch_options& o, const untyped_kernel& k, grid g, block b,
                                        const Args&... args) {
     constexpr std::size_t bytes = detail::kernarg_layout_size<Args...>();
+    if (AQUEDUCT_UNLIKELY(!s_)) return empty_queue();
     if (AQUEDUCT_UNLIKELY(bytes > s_->opt.kernarg_bytes || k.kernarg_size > s_->opt.kernarg_bytes))
       return kernarg_too_large(k, bytes);
     if (AQUEDUCT_UNLIKELY(!detail::untyped_args_match<Args...>(k.args, k.kernarg_size)))
@@ -166,14 +170,18 @@ class queue {
   // waits for every earlier packet of this queue.
   result<aql_ticket> try_barrier_and(std::span<const sync::signal_ref> deps, bool barrier = true,
                                      sync::nanoseconds timeout = sync::infinite) {
+    if (AQUEDUCT_UNLIKELY(!s_)) return empty_queue();
     AQUEDUCT_ASSERT(deps.size() <= 5, "an AQL barrier packet holds at most 5 dependency signals");
     aqueduct::ring::barrier_and p;
     for (std::size_t i = 0; i < deps.size(); ++i) p.deps[i] = deps[i].handle();
     p.barrier = barrier;
     p.completion_signal = progress_handle();
-    if (AQUEDUCT_UNLIKELY(looks_full()) && timeout > sync::nanoseconds::zero()) wait_for_room(timeout);
-    AQUEDUCT_TRY(const std::uint64_t index, s_->aql->try_submit(aqueduct::ring::make_packet(p), timeout));
-    return ticket_for(index);
+    auto rr = s_->aql->try_reserve(1);
+    if (AQUEDUCT_UNLIKELY(!rr)) rr = reserve_slow(timeout);
+    if (AQUEDUCT_UNLIKELY(!rr)) return std::move(rr).get_failure();
+    rr->write(0, aqueduct::ring::make_packet(p));
+    rr->publish();
+    return ticket_for(rr->index(0));
   }
 
   // ---- waits --------------------------------------------------------------------------------------
@@ -181,12 +189,14 @@ class queue {
   // another queue is errc::invalid_argument (naming both queues); errc::timeout with the queue
   // decoded; on the emulator errc::queue_error / device_fault when the processor stopped.
   [[nodiscard]] result<void> try_wait(aql_ticket t, sync::nanoseconds timeout = sync::infinite) const {
+    if (AQUEDUCT_UNLIKELY(!s_)) return empty_queue();
     if (AQUEDUCT_UNLIKELY(!t.issued_by(s_.get()))) return failure(errc::invalid_argument, t.mismatch(queue_id()));
     return wait_until(t.value() + 1, timeout);
   }
   void wait(aql_ticket t, sync::nanoseconds timeout = sync::infinite) const { try_wait(t, timeout).value(); }
   // Until every packet reserved so far has retired.
   [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const {
+    if (AQUEDUCT_UNLIKELY(!s_)) return empty_queue();
     return wait_until(s_->aql->write_index(), timeout);
   }
   void finish(sync::nanoseconds timeout = sync::infinite) const { try_finish(timeout).value(); }
@@ -202,11 +212,15 @@ class queue {
   [[nodiscard]] std::uint32_t queue_id() const noexcept { return s_->res.queue_id(); }
   [[nodiscard]] arch::family family() const noexcept { return s_->fam; }
   [[nodiscard]] const std::string& target_name() const noexcept { return s_->target_name; }
-  [[nodiscard]] bool emulated() const noexcept { return s_->processor != nullptr; }
+  // Run by an in-process device (it gave the queue a port), i.e. the emulator.
+  [[nodiscard]] bool emulated() const noexcept { return s_->port != nullptr; }
   [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
-  // The AQL producer itself (raw packets: reserve/write/publish), and the emulated processor.
+  // The AQL producer itself (raw packets: reserve/write/publish).
   [[nodiscard]] aql_type& aql() noexcept { return *s_->aql; }
-  [[nodiscard]] emu::aql_processor* processor() const noexcept { return s_->processor; }
+  // Why the device stopped this queue (in-process device only), or none.
+  [[nodiscard]] std::optional<failure> fault() const {
+    return s_->port && s_->port->faulted() ? s_->port->fault() : std::nullopt;
+  }
   [[nodiscard]] std::uint64_t progress_handle() const noexcept { return reinterpret_cast<std::uintptr_t>(s_->progress); }
   [[nodiscard]] const kfd::queue_resources<detail::file_type>& resources() const noexcept { return s_->res; }
 
@@ -214,15 +228,13 @@ class queue {
   void describe(std::string& out) const {
     out += "queue " + std::to_string(queue_id()) + " (" + s_->target_name + "): ";
     s_->aql->describe(out);
-    if (s_->processor && s_->processor->has_error()) {
-      if (auto e = s_->processor->error()) out += "; processor: " + e->detail;
-    }
+    if (auto f = fault()) out += "; device: " + std::string(f->detail());
   }
 
   // Drain (bounded), DESTROY_QUEUE (which stops an emulated processor), free everything.
   void destroy() noexcept {
     if (!s_) return;
-    if (s_->aql && !(s_->processor && s_->processor->has_error())) (void)try_finish(s_->opt.drain_timeout);
+    if (s_->aql && !(s_->port && s_->port->faulted())) (void)try_finish(s_->opt.drain_timeout);
     s_->aql.reset();
     s_->res.reset();
     s_->kernargs.reset();
@@ -239,8 +251,10 @@ class queue {
   }
   template <class Write>
   result<aql_ticket> submit(const dispatch_options& o, const untyped_kernel& k, grid g, block b, Write&& write_kernargs) {
-    if (AQUEDUCT_UNLIKELY(looks_full()) && o.timeout > sync::nanoseconds::zero()) wait_for_room(o.timeout);
-    AQUEDUCT_TRY(auto r, s_->aql->try_reserve(1, o.timeout));
+    auto rr = s_->aql->try_reserve(1);
+    if (AQUEDUCT_UNLIKELY(!rr)) rr = reserve_slow(o.timeout);
+    if (AQUEDUCT_UNLIKELY(!rr)) return std::move(rr).get_failure();
+    auto& r = *rr;
     const std::uint64_t index = r.index(0);
     write_kernargs(kernarg_slot(index));
     k.hidden.put(kernarg_slot(index), k.kernarg_size, g, b);
@@ -262,37 +276,44 @@ class queue {
     return aqueduct::ring::make_packet(d);
   }
 
+  using reservation_type = typename aql_type::reservation;
+  // The ring was full: wait for room (bounded by `timeout`) and retry, in rounds, so that a queue
+  // the device stopped is reported (its fault) instead of waited on forever (issue 13 bug 3).
+  AQUEDUCT_NOINLINE result<reservation_type> reserve_slow(sync::nanoseconds timeout) {
+    const auto deadline = sync::deadline_after(timeout);
+    for (;;) {
+      if (s_->port && s_->port->faulted())
+        if (auto f = s_->port->fault()) {
+          std::string d(f->detail());
+          d += "; queue " + std::to_string(queue_id()) + " (" + s_->target_name + "): ";
+          s_->aql->describe(d);
+          return failure(f->code(), std::move(d));
+        }
+      const auto now = sync::clock::now();
+      if (now >= deadline) return s_->aql->try_reserve(1);  // queue_full with the queue decoded
+      (void)wait_for_room(deadline - now);  // room, a fault (checked above next round), or the deadline
+      auto r = s_->aql->try_reserve(1);
+      if (r || r.get_failure() != errc::queue_full) return r;
+    }
+  }
+
   [[nodiscard]] bool looks_full() const noexcept {
     return s_->aql->write_index() - s_->aql->read_index() >= s_->aql->size();
   }
-  // A full ring: wait (spin, then block on the queue's event: every retirement raises it) until
-  // a slot frees or `timeout` passes; the reservation that follows reports queue_full itself.
-  AQUEDUCT_NOINLINE void wait_for_room(sync::nanoseconds timeout) const {
-    const auto deadline = sync::deadline_after(timeout);
-    const auto spin_until = std::min(deadline, sync::deadline_after(s_->opt.wait.spin_for));
-    for (unsigned i = 0; looks_full(); ++i) {
-      if ((i & 63) == 63 && sync::clock::now() >= spin_until) break;
-      AQUEDUCT_CPU_RELAX();
-    }
-    detail::kfd_waiter w{s_->agent->sys->ref()};
-    while (looks_full()) {
-      if (s_->processor && s_->processor->has_error()) return;
-      const auto now = sync::clock::now();
-      if (now >= deadline) return;
-      const auto slice = std::min<sync::nanoseconds>(deadline - now, std::chrono::milliseconds(1));
-      if (w.wait(s_->event.id(), slice) == sync::event_status::failed) return;
-    }
+  // A full ring: wait through the one progress wait (spin, then block on the queue's event: every
+  // retirement raises it) until a slot frees, the device reports the queue stopped, or `timeout`
+  // passes; the reservation that follows reports queue_full itself.
+  [[nodiscard]] result<void> wait_for_room(sync::nanoseconds timeout) const {
+    return detail::wait_for_progress(
+        detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout, [&] { return !looks_full(); },
+        [&]() -> std::optional<failure> { return fault(); }, [&](sync::nanoseconds) { return failure(errc::queue_full); });
   }
 
   [[nodiscard]] result<void> wait_until(std::uint64_t end, sync::nanoseconds timeout) const {
     return detail::wait_for_progress(
         detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout,
         [&] { return s_->aql->read_index() >= end; },
-        [&]() -> std::optional<failure> {
-          if (s_->processor && s_->processor->has_error())
-            if (auto e = s_->processor->error()) return e->to_failure();
-          return std::nullopt;
-        },
+        [&]() -> std::optional<failure> { return fault(); },
         [&](sync::nanoseconds waited) { return timed_out(end, waited); });
   }
 
@@ -301,6 +322,10 @@ class queue {
                     " ms for read_dispatch_id >= " + std::to_string(end) + " on ";
     describe(d);
     return failure(errc::timeout, std::move(d));
+  }
+  // A default-constructed or moved-from queue: a clear error, never a null dereference.
+  AQUEDUCT_NOINLINE static failure empty_queue() {
+    return failure(errc::invalid_argument, "this queue is empty (default-constructed or moved-from): make one with agent::make_queue");
   }
   AQUEDUCT_NOINLINE failure kernarg_too_large(const untyped_kernel& k, std::size_t bytes) const {
     return failure(errc::invalid_argument, "kernel '" + k.name + "': " + std::to_string(std::max<std::size_t>(bytes, k.kernarg_size)) +

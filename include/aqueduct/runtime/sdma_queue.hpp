@@ -1,5 +1,5 @@
 // aqueduct/runtime/sdma_queue.hpp — `sdma_queue`: a KFD SDMA queue of one agent, typed by its
-// SDMA engine version, with completion waits; on the emulator an emu::sdma_engine runs it.
+// SDMA engine version, with completion waits.
 //
 // Layer: runtime. Made by `gpu.make_queue(aq::sdma, options)`, which creates, exactly as on
 // /dev/kfd: the ring and the pointer page (kfd::queue_resources, queue_kind::sdma or
@@ -10,9 +10,9 @@
 // first, as Linux fences 64-bit sequences), then FENCE(mailbox, event id) + TRAP(event id) — the
 // KFD timeline tinygrad uses (spec/packets.md §3.4) — so waits spin briefly, then block in
 // AMDKFD_IOC_WAIT_EVENTS.
-// On the emulated device the engine is the one emu::sdma_attachments attached through the
-// device's per-queue `created` hook (runtime::emulator_link forwards to it); DESTROY_QUEUE's
-// `destroyed` hook stops it. A fault of the engine
+// On the emulated device the device runs the SDMA engine itself (started by CREATE_QUEUE,
+// stopped inside DESTROY_QUEUE); the doorbell store reaches it through the queue's port
+// (core/queue_port.hpp). A fault of the engine
 // (an address not mapped for this GPU) makes every wait fail with errc::device_fault and the
 // faulting address; a malformed packet with errc::queue_error.
 // CREATE_QUEUE failing with ENOMEM (no free SDMA queue, spec/kfd.md §2.6), ENOSPC or EPERM is
@@ -25,8 +25,7 @@
 #include <aqueduct/abi/sdma.hpp>
 #include <aqueduct/arch/target.hpp>
 #include <aqueduct/core/result.hpp>
-#include <aqueduct/emu/device.hpp>
-#include <aqueduct/emu/sdma_engine.hpp>
+#include <aqueduct/core/queue_port.hpp>
 #include <aqueduct/kfd/events.hpp>
 #include <aqueduct/kfd/queue_resources.hpp>
 #include <aqueduct/queue/sdma_queue.hpp>
@@ -38,6 +37,7 @@
 #include <aqueduct/sync/signal.hpp>
 #include <aqueduct/sync/wait.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -57,14 +57,14 @@ struct sdma_queue_options {
   sync::nanoseconds drain_timeout = std::chrono::seconds(5);
 };
 
-// The doorbell of an SDMA queue: 64-bit, the write pointer in bytes (spec/kfd.md §3.3); on the
-// emulator it also wakes the engine (it cannot observe an MMIO-like store).
+// The doorbell of an SDMA queue: 64-bit, the write pointer in bytes (spec/kfd.md §3.3); an
+// in-process device is also told through the queue's port (it cannot observe the store).
 struct sdma_doorbell {
   std::uint64_t* word = nullptr;
-  emu::sdma_engine* watcher = nullptr;
+  aqueduct::queue_port* port = nullptr;  // null on /dev/kfd
   void ring(std::uint64_t wptr_bytes) noexcept {
     sync::atomic_store(*word, wptr_bytes, std::memory_order_release);
-    if (watcher) watcher->notify();
+    if (port) port->ring_doorbell(wptr_bytes);
   }
 };
 static_assert(aqueduct::ring::doorbell<sdma_doorbell>);
@@ -91,7 +91,9 @@ class sdma_ring {
 template <abi::sdma::engine E>
 class sdma_ring_of final : public sdma_ring {
  public:
-  sdma_ring_of(const aqueduct::ring::sdma_queue_memory& mem, const sdma_doorbell& db) noexcept : q_(mem, db, true) {}
+  // Not re-initialised: queue_resources zeroed the ring and pointers before CREATE_QUEUE, and the
+  // device's engine may already be reading them.
+  sdma_ring_of(const aqueduct::ring::sdma_queue_memory& mem, const sdma_doorbell& db) noexcept : q_(mem, db, false) {}
   result<void> try_copy(gpu_va dst, gpu_va src, std::uint64_t bytes, sync::nanoseconds timeout, bool publish) override {
     return q_.try_copy(dst, src, bytes, timeout, publish);
   }
@@ -119,6 +121,7 @@ class sdma_ring_of final : public sdma_ring {
 };
 
 struct sdma_queue_state {
+  keep_alive keep;  // the system (declared first: released after everything below)
   agent_state* agent = nullptr;
   sdma_queue_options opt{};
   abi::sdma::engine engine = abi::sdma::engine::v6_0;
@@ -126,22 +129,17 @@ struct sdma_queue_state {
   kfd::event<file_type> event;
   std::uint64_t* progress = nullptr;  // in the pointer page
   gpu_va progress_va{};
-  std::uint64_t submitted = 0;  // last sequence number submitted
+  std::atomic<std::uint64_t> submitted{0};  // last sequence number submitted (written under mu, read by waiters)
   std::unique_ptr<sdma_ring> q;
-  emu::sdma_engine* engine_model = nullptr;  // emulator: the engine running this queue (the link's)
+  aqueduct::queue_port* port = nullptr;  // the device's port for this queue (null on /dev/kfd)
   std::mutex mu;
 };
 
-// "(ENOMEM, -12)" in kfd::ioctl_failure's text: CREATE_QUEUE found no free SDMA queue.
-[[nodiscard]] inline bool no_queue_left(const failure& f) {
-  const std::string_view d = f.detail();
-  return f == errc::ioctl_failed && (d.find("(ENOMEM,") != std::string_view::npos ||
-                                     d.find("(ENOSPC,") != std::string_view::npos ||
-                                     d.find("(EPERM,") != std::string_view::npos);
-}
+// CREATE_QUEUE found no free SDMA queue (kfd::ioctl_errc: ENOMEM, ENOSPC, EPERM).
+[[nodiscard]] inline bool no_queue_left(const failure& f) noexcept { return f == errc::out_of_resources; }
 }  // namespace detail
 
-[[nodiscard]] constexpr const char* to_string(abi::sdma::engine e) noexcept { return emu::engine_name(e); }
+[[nodiscard]] constexpr const char* to_string(abi::sdma::engine e) noexcept { return abi::sdma::engine_name(e); }
 
 class sdma_queue {
  public:
@@ -206,12 +204,14 @@ class sdma_queue {
   // Until work `seq` completed; errc::device_fault / queue_error when the engine stopped, timeout.
   // A ticket of another SDMA queue is errc::invalid_argument, naming both queues.
   [[nodiscard]] result<void> try_wait(sdma_ticket t, sync::nanoseconds timeout = sync::infinite) const {
+    if (!s_) return empty_queue();
     if (!t.issued_by(s_.get())) return failure(errc::invalid_argument, t.mismatch(queue_id()));
     return wait_progress(t.value(), timeout);
   }
   void wait(sdma_ticket t, sync::nanoseconds timeout = sync::infinite) const { try_wait(t, timeout).value(); }
   [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const {
-    return wait_progress(s_->submitted, timeout);
+    if (!s_) return empty_queue();
+    return wait_progress(s_->submitted.load(std::memory_order_acquire), timeout);
   }
   void finish(sync::nanoseconds timeout = sync::infinite) const { try_finish(timeout).value(); }
 
@@ -219,27 +219,24 @@ class sdma_queue {
   [[nodiscard]] abi::sdma::engine engine() const noexcept { return s_->engine; }
   [[nodiscard]] std::uint32_t queue_id() const noexcept { return s_->res.queue_id(); }
   [[nodiscard]] std::uint32_t gpu_id() const noexcept { return s_->res.gpu_id(); }
-  [[nodiscard]] bool emulated() const noexcept { return s_->engine_model != nullptr; }
-  [[nodiscard]] emu::sdma_engine* engine_model() const noexcept { return s_->engine_model; }
+  [[nodiscard]] bool emulated() const noexcept { return s_->port != nullptr; }
   [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
-  // The engine's error (emulator), as a failure; none when running.
+  // Why the device stopped this queue (in-process device only), or none.
   [[nodiscard]] std::optional<failure> fault() const {
-    if (s_->engine_model && s_->engine_model->has_error())
-      if (auto e = s_->engine_model->error()) return e->to_failure();
-    return std::nullopt;
+    return s_->port && s_->port->faulted() ? s_->port->fault() : std::nullopt;
   }
   void describe(std::string& out) const {
     out += "SDMA queue " + std::to_string(queue_id()) + " on gpu_id " + std::to_string(gpu_id()) + ": ";
     if (s_->q) s_->q->describe(out);
-    out += "; completed " + std::to_string(completed()) + " of " + std::to_string(s_->submitted);
-    if (auto e = s_->engine_model ? s_->engine_model->error() : std::nullopt) out += "; engine: " + e->detail;
+    out += "; completed " + std::to_string(completed()) + " of " + std::to_string(s_->submitted.load(std::memory_order_acquire));
+    if (auto f = fault()) out += "; engine: " + std::string(f->detail());
   }
 
   // Drain (bounded), stop an emulated engine, DESTROY_QUEUE, free everything.
   void destroy() noexcept {
     if (!s_) return;
     if (!fault()) (void)try_finish(s_->opt.drain_timeout);
-    s_->engine_model = nullptr;  // the engine stops inside DESTROY_QUEUE (the device's hook)
+    s_->port = nullptr;  // the engine stops inside DESTROY_QUEUE
     s_->q.reset();
     s_->res.reset();
     s_->event.reset();
@@ -249,16 +246,20 @@ class sdma_queue {
  private:
   [[nodiscard]] result<void> wait_progress(std::uint64_t seq, sync::nanoseconds timeout) const;
 
+  static failure empty_queue() {
+    return failure(errc::invalid_argument, "this SDMA queue is empty (default-constructed or moved-from): make one with make_queue(aq::sdma)");
+  }
   template <class F>
   result<sdma_ticket> submit(sync::nanoseconds timeout, F&& body) {
+    if (!s_) return empty_queue();
     std::lock_guard lock(s_->mu);
     if (auto f = fault()) return *f;
-    const std::uint64_t seq = s_->submitted + 1;
+    const std::uint64_t seq = s_->submitted.load(std::memory_order_relaxed) + 1;
     detail::sdma_ring& q = *s_->q;
     AQUEDUCT_TRY_VOID(body(q));
     AQUEDUCT_TRY_VOID(q.try_fence64(s_->progress_va, seq, timeout, false));
     AQUEDUCT_TRY_VOID(q.try_signal_event(s_->event.mailbox_va(), s_->event.id(), timeout, true));
-    s_->submitted = seq;
+    s_->submitted.store(seq, std::memory_order_release);
     return sdma_ticket(detail::ticket_key{}, s_.get(), queue_id(), seq);
   }
 
@@ -266,6 +267,7 @@ class sdma_queue {
 };
 
 inline result<void> sdma_queue::wait_progress(std::uint64_t seq, sync::nanoseconds timeout) const {
+  if (!s_) return empty_queue();
   return detail::wait_for_progress(
       detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout,
       [&] { return completed() >= seq; },
@@ -293,6 +295,7 @@ inline result<void> sdma_queue::wait_progress(std::uint64_t seq, sync::nanosecon
     return failure(errc::invalid_argument, "sdma_queue_options::ring_bytes must be a power of two >= 1024");
   detail::agent_state& a = gpu.state();
   auto st = std::make_unique<detail::sdma_queue_state>();
+  st->keep = detail::keep_system(a);
   st->agent = &a;
   st->opt = o;
   // The one run-time branch on the architecture for this queue's lifetime (DESIGN.md §3).
@@ -312,8 +315,9 @@ inline result<void> sdma_queue::wait_progress(std::uint64_t seq, sync::nanosecon
   auto res = kfd::queue_resources<detail::file_type>::try_create(a.sys->ref(), *a.node, *doorbells, ko);
   if (!res) {
     if (detail::no_queue_left(res.get_failure()))
-      return failure(errc::out_of_resources, "no SDMA queue left on gpu_id " + std::to_string(a.node->gpu_id) + ": " +
-                                                 std::string(res.detail()));
+      return failure(errc::out_of_resources,
+                     "no SDMA queue left on gpu_id " + std::to_string(a.node->gpu_id) + ": " + std::string(res.detail()),
+                     res.get_failure().os_errno());
     return std::move(res).get_failure();
   }
   st->res = std::move(*res);
@@ -334,15 +338,10 @@ inline result<void> sdma_queue::wait_progress(std::uint64_t seq, sync::nanosecon
     case abi::sdma::engine::v7_0: st->q = std::make_unique<detail::sdma_ring_of<abi::sdma::engine::v7_0>>(mem, db); break;
   }
   if (!st->q) return failure(errc::not_supported, "unknown SDMA engine version");
-  if (a.sys->emulator) {
-    if (!a.sys->link) return failure(errc::not_supported, "emulated device without an emulator_link: no SDMA engine");
-    st->engine_model = a.sys->link->sdma().find(st->res.queue_id());
-    if (!st->engine_model) {
-      if (auto e = a.sys->link->sdma().attach_error(st->res.queue_id())) return *e;
-      return failure(errc::not_found, "no emulated SDMA engine runs queue " + std::to_string(st->res.queue_id()));
-    }
-  }
-  if (st->engine_model) st->q->doorbell().watcher = st->engine_model;
+  st->port = kfd::queue_port_of(a.sys->driver.file(), st->res.queue_id());
+  if (st->port && st->port->faulted())
+    if (auto f = st->port->fault()) return *f;
+  st->q->doorbell().port = st->port;
   return sdma_queue(std::move(st));
 }
 }  // namespace aqueduct::runtime

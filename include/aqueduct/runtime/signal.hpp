@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <memory>
 #include <utility>
 
 namespace aqueduct::runtime {
@@ -26,13 +27,15 @@ namespace aqueduct::runtime {
 class signal {
  public:
   signal() = default;
-  signal(detail::agent_state& a, sync::pooled_signal s) noexcept : a_(&a), s_(std::move(s)) {}
-  signal(signal&& o) noexcept : a_(std::exchange(o.a_, nullptr)), s_(std::move(o.s_)) {}
+  signal(detail::agent_state& a, sync::pooled_signal s, std::shared_ptr<const void> keep = {}) noexcept
+      : keep_(std::move(keep)), a_(&a), s_(std::move(s)) {}
+  signal(signal&& o) noexcept : keep_(std::move(o.keep_)), a_(std::exchange(o.a_, nullptr)), s_(std::move(o.s_)) {}
   signal& operator=(signal&& o) noexcept {
     if (this != &o) {
       reset();
       a_ = std::exchange(o.a_, nullptr);
       s_ = std::move(o.s_);
+      keep_ = std::move(o.keep_);
     }
     return *this;
   }
@@ -50,6 +53,7 @@ class signal {
   [[nodiscard]] result<std::int64_t> try_wait(abi::signal_condition cond, std::int64_t v,
                                               sync::nanoseconds timeout = sync::infinite,
                                               sync::wait_policy policy = {}) const {
+    if (!a_) return failure(errc::invalid_argument, "this signal is empty (default-constructed or moved-from): make one with agent::make_signal");
     detail::kfd_waiter w{a_->sys->ref()};
     return ref().try_wait(cond, v, timeout, w, policy);
   }
@@ -63,12 +67,16 @@ class signal {
 
   void reset() noexcept {
     if (!a_) return;
-    std::lock_guard lock(a_->mu);
-    s_.reset();
-    a_ = nullptr;
+    {
+      std::lock_guard lock(a_->mu);
+      s_.reset();
+      a_ = nullptr;
+    }
+    keep_.reset();  // after the lock: this may be the system's last owner
   }
 
  private:
+  std::shared_ptr<const void> keep_;  // the system (released after the signal went back)
   detail::agent_state* a_ = nullptr;
   sync::pooled_signal s_;
 };

@@ -3,8 +3,13 @@
 // Layer: emu (detail, not API). Each handler follows the kernel function named in its comment
 // (drivers/gpu/drm/amd/amdkfd/kfd_chardev.c unless said otherwise) and spec/kfd.md; where the
 // emulator is stricter or simpler than the kernel the comment says so.
-// Thread safety: `m` guards everything but `events` (own lock). Handlers run under `m`; actions
-// that must run without it (queue hooks) are queued in `deferred` and run by ioctl() after unlock.
+// Thread safety: `m` guards everything but `events` (own lock) and `registry` (own lock). Handlers
+// run under `m`; actions that must run without it (starting and stopping a queue's engine, the
+// observer hooks) are queued in `deferred` and run by ioctl() after unlock, before it returns.
+// Queue lifecycle: CREATE_QUEUE commits the queue, then (unlocked) starts its engine
+// (emu/queue_engine.hpp) and publishes it. DESTROY_QUEUE unlists the queue, then (unlocked) stops
+// and joins its engine, and only then (locked again) frees its id, doorbell, SDMA slot and buffer
+// references — so a queue created concurrently can never be given a dying queue's id or engine.
 #pragma once
 
 #include <aqueduct/abi/kfd_ioctl.hpp>
@@ -13,7 +18,9 @@
 #include <aqueduct/core/units.hpp>
 #include <aqueduct/emu/events.hpp>
 #include <aqueduct/emu/gpu_vm.hpp>
+#include <aqueduct/emu/host_kernel.hpp>
 #include <aqueduct/emu/machine_config.hpp>
+#include <aqueduct/emu/queue_engine.hpp>
 #include <aqueduct/emu/queues.hpp>
 #include <aqueduct/emu/sysfs_writer.hpp>
 
@@ -62,6 +69,7 @@ struct emu_queue {
   std::vector<std::uint64_t> refs;  // BO handles whose queue_refcount this queue holds
   int sdma_index = -1;
   process_device* pdd = nullptr;
+  std::shared_ptr<queue_engine> engine;  // set before CREATE_QUEUE returns
 };
 
 struct device_state {
@@ -77,7 +85,7 @@ struct device_state {
   std::uint64_t event_backing_offset = 0;
   std::uint64_t event_page_handle = 0;          // user BO holding the page (FREE → -EPERM)
   bool event_page_is_user = false;
-  std::map<std::uint32_t, emu_queue> queues;
+  std::map<std::uint32_t, emu_queue> queues;  // live queues (a dying one is unlisted, its id still held)
   std::bitset<k::max_queues_per_process> queue_slots;
   std::uint32_t total_queues = 0;
   std::uint64_t next_drm_offset = 1ull << 32;  // fake DRM GEM offsets for render-node mmap
@@ -88,12 +96,20 @@ struct device_state {
 
   std::vector<std::function<void()>> deferred;  // run after `m` is released
 
+  // ---- the engines behind the queues ----
+  host_kernel_registry registry;  // the host functions this device's emulated code names
+  engine_options engine_opt;      // for engines started from now on (guarded by `m`)
+  event_table_notifier irq{events};  // the interrupts engines raise
+
   device_state() = default;
   device_state(const device_state&) = delete;
   device_state& operator=(const device_state&) = delete;
   ~device_state() {
     for (auto& [id, q] : queues)
+      if (q.engine) q.engine->stop(engine_opt.stop_timeout);
+    for (auto& [id, q] : queues)
       if (hooks && hooks->destroyed) hooks->destroyed(q.info);
+    queues.clear();  // the engines go before the registry and notifier they use
     for (auto& [h, b] : vm.objects()) vm.unplace(b);
     for (auto& [fd, i] : render_fds) ::close(fd);
     if (kfd_fd >= 0) ::close(kfd_fd);
@@ -547,27 +563,47 @@ struct device_state {
     a.queue_id = i.queue_id;
     a.doorbell_offset = i.doorbell_offset;
     const queue_info info = i;
+    // The engine starts from what the ioctl accepted: userspace prepared the memory before.
+    q.engine = start_engine(info);
     queues.emplace(i.queue_id, std::move(q));
     if (auto h = hooks; h->created) deferred.push_back([h, info] { h->created(info); });
     return 0;
   }
 
+  // A queue's engine: its port exists from the commit; the engine itself is launched after unlock
+  // (deferred, before the ioctl returns), because checking its memory takes `m` (locked_vm_view) and its
+  // threads start at once.
+  std::shared_ptr<queue_engine> start_engine(const queue_info& info) {
+    auto e = queue_engine::create(std::make_unique<locked_vm_view>(m, vm, info.gpu_id));
+    const gpu_node* node = find_gpu(info.gpu_id);
+    deferred.push_back([this, e, info, node, opt = engine_opt] { e->launch(info, *node, irq, registry, opt); });
+    return e;
+  }
+
   int destroy_queue(std::uint32_t id) {
     auto it = queues.find(id);
     if (it == queues.end()) return -EINVAL;
-    emu_queue& q = it->second;
+    auto dying = std::make_shared<emu_queue>(std::move(it->second));
+    queues.erase(it);  // unlisted now; its id, doorbell and SDMA slot stay taken until the engine stopped
+    const queue_info info = dying->info;
+    // Inside DESTROY_QUEUE, unlocked: the engine stops touching the queue, then its resources go.
+    deferred.push_back([this, dying, timeout = engine_opt.stop_timeout] {
+      if (dying->engine) dying->engine->stop(timeout);
+      dying->engine.reset();
+      std::unique_lock lock(m);
+      release_queue(*dying);
+    });
+    if (auto h = hooks; h->destroyed) deferred.push_back([h, info] { h->destroyed(info); });
+    return 0;
+  }
+  void release_queue(emu_queue& q) {
     for (auto h : q.refs)
       if (auto* b = vm.find(h)) --b->queue_refcount;
     if (q.sdma_index >= 0) q.pdd->sdma_used[static_cast<std::size_t>(q.sdma_index)] = false;
     if (q.pdd->soc15()) q.pdd->doorbell_used[q.info.doorbell_id] = false;
-    queue_slots[id] = false;
+    queue_slots[q.info.queue_id] = false;
     --q.pdd->queue_count;
     --total_queues;
-    const queue_info info = q.info;
-    queues.erase(it);
-    // The processor must stop before DESTROY_QUEUE returns: run the hook synchronously after unlock.
-    if (auto h = hooks; h->destroyed) deferred.push_back([h, info] { h->destroyed(info); });
-    return 0;
   }
 
   // kfd_ioctl_update_queue + pqm_update_queue_properties (IOW: the clamp is not copied back).
@@ -598,6 +634,10 @@ struct device_state {
     q.info.queue_priority = a.queue_priority;
     q.info.active = q.info.ring_size > 0 && q.info.ring_base_address != 0 && q.info.queue_percentage > 0;
     const queue_info info = q.info;
+    if (q.engine) {
+      const gpu_node* node = find_gpu(info.gpu_id);
+      deferred.push_back([this, e = q.engine, info, node, opt = engine_opt] { e->restart(info, *node, irq, registry, opt); });
+    }
     if (auto h = hooks; h->updated) deferred.push_back([h, info] { h->updated(info); });
     return 0;
   }

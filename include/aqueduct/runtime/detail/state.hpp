@@ -1,10 +1,10 @@
 // aqueduct/runtime/detail/state.hpp — the state behind `system` and its agents (not API).
 //
-// Layer: runtime. One `system_state` per opened system, on the heap so that agents, queues,
-// buffers and signals can point into it while the `system` value moves. It owns, in this
+// Layer: runtime. One `system_state` per opened system, shared (keep_alive) by the system and by
+// every agent, queue, buffer, executable and signal made from it, which point into it. It owns, in this
 // destruction order (reverse of declaration): the agents' doorbell pages, signal memory and
-// events; the process-wide KFD event page; the emulator link (joins processors, clears hooks);
-// the host-kernel registry; the driver (and with it the device file, real or emulated).
+// events; the process-wide KFD event page; the driver (and with it the device file, real or
+// emulated). Nothing here names an engine: an emulated device runs its own (emu::device).
 // `kfd_waiter` is the sync::event_waiter over KFD events (AMDKFD_IOC_WAIT_EVENTS).
 // Thread safety: immutable after open except where a member says it is guarded by `mu`.
 #pragma once
@@ -13,13 +13,11 @@
 #include <aqueduct/abi/kfd_ioctl.hpp>
 #include <aqueduct/arch/family.hpp>
 #include <aqueduct/core/result.hpp>
-#include <aqueduct/emu/host_kernel.hpp>
 #include <aqueduct/kfd/driver.hpp>
 #include <aqueduct/kfd/events.hpp>
 #include <aqueduct/kfd/memory.hpp>
 #include <aqueduct/kfd/queue_resources.hpp>
 #include <aqueduct/runtime/any_device.hpp>
-#include <aqueduct/runtime/emulation.hpp>
 #include <aqueduct/sync/signal.hpp>
 #include <aqueduct/sync/signal_pool.hpp>
 #include <aqueduct/sync/wait.hpp>
@@ -31,6 +29,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+
+namespace aqueduct::emu {
+class device;  // runtime/emulator.hpp, the one runtime header that includes emu/, completes it
+}  // namespace aqueduct::emu
 
 namespace aqueduct::runtime::detail {
 
@@ -78,13 +80,14 @@ struct agent_state {
   std::unique_ptr<sync::signal_pool> signals;
 };
 
-struct system_state {
+// Shared by the system and everything made from it (agents, queues, buffers, executables,
+// signals): the state lives until the last of them is destroyed, so nothing dangles when the
+// `system` value goes first, and a thread waiting on a queue keeps what it waits on alive.
+struct system_state : std::enable_shared_from_this<system_state> {
   explicit system_state(kfd::driver<file_type> d) : driver(std::move(d)) {}
   kfd::driver<file_type> driver;
-  emu::device* emulator = nullptr;  // null on /dev/kfd
+  emu::device* emulator = nullptr;  // null on /dev/kfd (host kernels register in its registry)
   std::string why;                  // how the device was chosen (for describe())
-  emu::host_kernel_registry registry;
-  std::unique_ptr<emulator_link> link;
   std::mutex event_mu;  // guards event_page creation and CREATE_EVENT
   std::optional<kfd::event_page<file_type>> event_page;
   std::deque<agent_state> agents;
@@ -106,6 +109,10 @@ struct system_state {
     return kfd::event<file_type>::try_create_signal(ref(), *event_page, true);
   }
 };
+
+// What keeps the system state of `a` alive (held by every object made from it).
+using keep_alive = std::shared_ptr<const void>;
+[[nodiscard]] inline keep_alive keep_system(const agent_state& a) noexcept { return a.sys->weak_from_this().lock(); }
 
 // The agent's doorbell pages, mapped on first use.
 inline result<const kfd::doorbell_pages<file_type>*> try_doorbells(agent_state& a) {

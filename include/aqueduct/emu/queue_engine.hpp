@@ -1,0 +1,378 @@
+// aqueduct/emu/queue_engine.hpp — the engine the emulated device runs behind one of its queues:
+// an AQL processor, a PM4 processor (the MEC) or an SDMA engine, chosen by the queue type.
+//
+// Layer: emu. emu::device starts a `queue_engine` when CREATE_QUEUE accepts a queue (from what
+// the ioctl accepted: `queue_info` and the GPU node, nothing else) and stops it inside
+// DESTROY_QUEUE — like hardware that starts fetching when a queue is mapped. Userspace therefore
+// prepares a queue's memory before CREATE_QUEUE exactly as on /dev/kfd (an AQL ring INVALID-filled
+// and its amd_queue initialised, as ROCr does). A `queue_engine` is the device's `queue_port`
+// (core/queue_port.hpp) for that queue: the doorbell store the emulator cannot observe, and why
+// the engine stopped. A queue KFD would not map (QUEUE_IS_ACTIVE false: ring 0 or percentage 0,
+// spec/kfd.md §2.6) has a port but no engine until UPDATE_QUEUE activates it. An engine that
+// cannot start (memory not mapped under pre-6.12 leniency, an unknown processor) makes the port
+// report that failure, as a queue the CP refused to map.
+// Thread safety: the port members may be called from any thread; stop() once, by the device.
+#pragma once
+
+#include <aqueduct/abi/amd_queue.hpp>
+#include <aqueduct/abi/kfd_ioctl.hpp>
+#include <aqueduct/abi/sdma.hpp>
+#include <aqueduct/arch/family.hpp>
+#include <aqueduct/arch/processors.hpp>
+#include <aqueduct/core/queue_port.hpp>
+#include <aqueduct/core/result.hpp>
+#include <aqueduct/emu/aql_processor.hpp>
+#include <aqueduct/emu/events.hpp>
+#include <aqueduct/emu/gpu_vm.hpp>
+#include <aqueduct/emu/host_kernel.hpp>
+#include <aqueduct/emu/machine_config.hpp>
+#include <aqueduct/emu/pm4_processor.hpp>
+#include <aqueduct/emu/queues.hpp>
+#include <aqueduct/emu/sdma_engine.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace aqueduct::emu {
+
+// The knobs of every engine the device starts (for queues created after they are set).
+struct engine_options {
+  aql_processor_options aql{};  // adversarial mode, workers, sequence_check ...
+  pm4_processor_options pm4{};  // preemption stress, TEST-ONLY PRIV override ...
+  sdma_engine_options sdma{};
+  // How long DESTROY_QUEUE waits for an engine to stop. A workgroup that never ends (a host
+  // kernel spinning on memory) is then killed as the CP kills a hung queue: its VM is revoked,
+  // so its next checked access faults and unwinds it; the engine is abandoned (never freed) and
+  // the queue destroyed anyway — destroying a queue is bounded (issue 13 bug 4).
+  std::chrono::milliseconds stop_timeout{500};
+};
+
+namespace detail {
+// Engines whose threads could not be joined in time (see engine_options::stop_timeout): kept
+// reachable for the life of the process, never freed, since a thread may still run in them.
+struct abandoned_engines {
+  std::mutex mu;
+  std::vector<std::shared_ptr<void>> items;
+  static abandoned_engines& get() {
+    static auto* a = new abandoned_engines();  // never destroyed: threads may outlive main
+    return *a;
+  }
+};
+}  // namespace detail
+
+// The GPU VM of one GPU as its engines see it: every query takes the device lock `m` shared.
+class locked_vm_view final : public vm_access {
+ public:
+  locked_vm_view(std::shared_mutex& m, const gpu_vm& vm, std::uint32_t gpu_id) noexcept : m_(&m), vm_(&vm), gpu_id_(gpu_id) {}
+  [[nodiscard]] bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
+    try {
+      std::shared_lock lock(*m_);
+      return vm_->is_mapped(gpu_id_, va, len);
+    } catch (...) {
+      return false;  // a failure inside the device counts as "not mapped", never a crash in an engine
+    }
+  }
+
+ private:
+  std::shared_mutex* m_;
+  const gpu_vm* vm_;
+  std::uint32_t gpu_id_;
+};
+
+// The interrupts engines raise: wake the KFD event waiters of the device's event table.
+class event_table_notifier final : public event_notifier {
+ public:
+  explicit event_table_notifier(event_table& t) noexcept : t_(&t) {}
+  void signal_event(std::uint32_t id) noexcept override {
+    try {
+      t_->signal_interrupt(id);
+    } catch (...) {
+    }
+  }
+
+ private:
+  event_table* t_;
+};
+
+// The SDMA packet format of a GPU (gfx_target_version), or nullopt for an unknown processor.
+[[nodiscard]] constexpr std::optional<abi::sdma::engine> sdma_engine_of(std::uint32_t gfx_target_version) noexcept {
+  const arch::processor_info* p = arch::find_processor_by_version(gfx_target_version);
+  if (!p || p->sdma_version == 0) return std::nullopt;
+  return abi::sdma::engine_from_ip(p->sdma_version / 10, p->sdma_version % 10);
+}
+
+// The processor binding of a PM4 queue that CREATE_QUEUE accepted on `node`.
+[[nodiscard]] inline result<pm4_queue_binding> pm4_binding_of(const queue_info& q, const gpu_node& node) {
+  if (q.type != abi::kfd::queue_type_compute)
+    return failure(errc::invalid_argument, "queue " + std::to_string(q.queue_id) + " is not a PM4 compute queue");
+  const auto fam = arch::family_of(node.props.gfx_target_version);
+  if (!fam) return failure(errc::not_supported, "gfx_target_version " + std::to_string(node.props.gfx_target_version));
+  pm4_queue_binding b;
+  b.ring_va = q.ring_base_address;
+  b.ring_bytes = q.ring_size;
+  b.read_pointer_va = q.read_pointer_address;
+  b.write_pointer_va = q.write_pointer_address;
+  b.eop_buffer_va = q.eop_buffer_address;
+  b.eop_buffer_bytes = q.eop_buffer_size;
+  b.cwsr = {q.ctx_save_restore_address, q.ctx_save_restore_size, q.ctl_stack_size};
+  b.node = cwsr_inputs_of(node.props);
+  b.family = *fam;
+  b.gfx_target_version = node.props.gfx_target_version;
+  b.simd_arrays_per_engine = node.props.simd_arrays_per_engine;
+  b.gpu_id = q.gpu_id;
+  b.queue_id = q.queue_id;
+  return b;
+}
+
+// The processor binding of an AQL queue: CREATE_QUEUE's read/write pointers are the amd_queue's
+// read_dispatch_id / write_dispatch_id (as ROCr creates them), which locates the amd_queue; any
+// other layout runs without one (no queue pointer SGPRs, no scratch SRD).
+[[nodiscard]] inline result<aql_queue_binding> aql_binding_of(const queue_info& q, const gpu_node& node) {
+  const auto fam = arch::family_of(node.props.gfx_target_version);
+  if (!fam) return failure(errc::not_supported, "gfx_target_version " + std::to_string(node.props.gfx_target_version));
+  aql_queue_binding b;
+  b.ring_va = q.ring_base_address;
+  b.ring_bytes = q.ring_size;
+  b.read_index_va = q.read_pointer_address;
+  b.write_index_va = q.write_pointer_address;
+  constexpr std::uint64_t rd = offsetof(abi::amd_queue, read_dispatch_id), wr = offsetof(abi::amd_queue, write_dispatch_id);
+  if (q.read_pointer_address >= rd && q.write_pointer_address == q.read_pointer_address - rd + wr &&
+      (q.read_pointer_address - rd) % abi::amd_queue_align == 0)
+    b.amd_queue_va = q.read_pointer_address - rd;
+  b.family = *fam;
+  b.gpu_id = q.gpu_id;
+  b.queue_id = q.queue_id;
+  return b;
+}
+
+[[nodiscard]] inline sdma_queue_binding sdma_binding_of(const queue_info& q, abi::sdma::engine e) noexcept {
+  sdma_queue_binding b;
+  b.ring_va = q.ring_base_address;
+  b.ring_bytes = q.ring_size;
+  b.read_pointer_va = q.read_pointer_address;
+  b.write_pointer_va = q.write_pointer_address;
+  b.doorbell = static_cast<const std::uint64_t*>(q.doorbell);
+  b.engine = e;
+  b.gpu_id = q.gpu_id;
+  b.queue_id = q.queue_id;
+  return b;
+}
+
+class queue_engine final : public queue_port {
+ public:
+  // An engine with nothing running yet; `vm` is the queue's GPU VM (owned here: it outlives the
+  // engine threads).
+  [[nodiscard]] static std::shared_ptr<queue_engine> create(std::unique_ptr<vm_access> vm) {
+    std::shared_ptr<queue_engine> e(new queue_engine());
+    e->set_vm(std::move(vm));
+    return e;
+  }
+  // Starts the engine of `q` (none for an inactive queue). Never fails: a start failure is what
+  // the port reports. `events` and `registry` must outlive the engine. Nothing starts after stop().
+  void launch(const queue_info& q, const gpu_node& node, event_notifier& events, const host_kernel_registry& registry,
+              const engine_options& opt) {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    launch_locked(q, node, events, registry, opt);
+  }
+
+  queue_engine(const queue_engine&) = delete;
+  queue_engine& operator=(const queue_engine&) = delete;
+  ~queue_engine() { stop(); }
+
+  // UPDATE_QUEUE: stop the running engine and start one on the queue's new ring and pointers (it
+  // resumes from the read pointer in memory). The port stays valid; a stopped engine is kept
+  // (not freed) until the queue is destroyed, so a doorbell racing the update cannot reach freed
+  // memory.
+  void restart(const queue_info& q, const gpu_node& node, event_notifier& events, const host_kernel_registry& registry,
+               const engine_options& opt) {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    wake_.store(nullptr, std::memory_order_release);
+    if (current_) stop_engines_locked(std::move(current_), opt.stop_timeout);
+    launch_locked(q, node, events, registry, opt);
+  }
+
+  // True when an engine of this queue could not be stopped in time and was abandoned.
+  [[nodiscard]] bool abandoned() const noexcept { return abandoned_.load(std::memory_order_acquire); }
+
+  // ---- queue_port -------------------------------------------------------------------------------
+  void ring_doorbell(std::uint64_t value) noexcept override {
+    if (queue_wakeup* w = wake_.load(std::memory_order_acquire)) w->ring_doorbell(value);
+  }
+  [[nodiscard]] bool faulted() const noexcept override { return faulted_.load(std::memory_order_acquire) || engine_faulted(); }
+  [[nodiscard]] std::optional<failure> fault() const override {
+    std::lock_guard lock(mu_);
+    if (start_error_) return start_error_;
+    if (!current_) return std::nullopt;
+    if (current_->aql && current_->aql->has_error())
+      if (auto e = current_->aql->error()) return e->to_failure();
+    if (current_->pm4 && current_->pm4->has_error())
+      if (auto e = current_->pm4->error()) return e->to_failure();
+    if (current_->sdma && current_->sdma->has_error())
+      if (auto e = current_->sdma->error()) return e->to_failure();
+    return std::nullopt;
+  }
+
+  // ---- the engine (tests, diagnostics; null when the queue has another kind or none runs) -------
+  [[nodiscard]] aql_processor* aql() const noexcept { return aql_.load(std::memory_order_acquire); }
+  [[nodiscard]] pm4_processor* pm4() const noexcept { return pm4_.load(std::memory_order_acquire); }
+  [[nodiscard]] sdma_engine* sdma() const noexcept { return sdma_.load(std::memory_order_acquire); }
+  [[nodiscard]] bool running() const noexcept { return wake_.load(std::memory_order_acquire) != nullptr; }
+
+  // Stops and joins the engine's threads (in-flight work finishes; nothing more is fetched),
+  // waiting at most `timeout` (then the engine is abandoned: see engine_options::stop_timeout).
+  void stop(std::chrono::milliseconds timeout = engine_options{}.stop_timeout) noexcept {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    wake_.store(nullptr, std::memory_order_release);
+    if (current_) stop_engines_locked(std::move(current_), timeout);
+  }
+
+ private:
+  struct engines {
+    std::unique_ptr<aql_processor> aql;
+    std::unique_ptr<pm4_processor> pm4;
+    std::unique_ptr<sdma_engine> sdma;
+    void stop() noexcept {
+      if (aql) aql->stop();
+      if (pm4) pm4->stop();
+      if (sdma) sdma->stop();
+    }
+  };
+
+  queue_engine() = default;
+
+  // The queue's VM with a kill switch: once revoked, nothing is mapped (a hung workgroup's next
+  // checked access faults) and the device is no longer touched.
+  class revocable_vm final : public vm_access {
+   public:
+    explicit revocable_vm(std::unique_ptr<vm_access> inner) noexcept : inner_(std::move(inner)) {}
+    [[nodiscard]] bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
+      std::shared_lock lock(mu_);
+      return !revoked_ && inner_->is_mapped(va, len);
+    }
+    [[nodiscard]] void* host_address(std::uint64_t va) const noexcept override { return inner_->host_address(va); }
+    void revoke() noexcept {
+      std::unique_lock lock(mu_);
+      revoked_ = true;
+    }
+
+   private:
+    std::unique_ptr<vm_access> inner_;
+    mutable std::shared_mutex mu_;
+    bool revoked_ = false;
+  };
+
+  // Stops `e` on a helper thread and waits up to `timeout`; if its threads do not end, revokes
+  // the VM and abandons `e` (and, since the hung threads use it, the VM) for good.
+  void stop_engines_locked(std::unique_ptr<engines> e, std::chrono::milliseconds timeout) noexcept {
+    aql_.store(nullptr, std::memory_order_release);
+    pm4_.store(nullptr, std::memory_order_release);
+    sdma_.store(nullptr, std::memory_order_release);
+    std::shared_ptr<engines> shared(std::move(e));
+    try {
+      auto done = std::make_shared<std::promise<void>>();
+      auto fut = done->get_future();
+      std::thread helper([shared, done] {
+        shared->stop();
+        done->set_value();
+      });
+      if (fut.wait_for(timeout) == std::future_status::ready) {
+        helper.join();
+        retired_.push_back(std::move(shared));
+        return;
+      }
+      helper.detach();
+    } catch (...) {  // no thread could be started: stop inline (unbounded, as before)
+      shared->stop();
+      retired_.push_back(std::move(shared));
+      return;
+    }
+    vm_->revoke();
+    abandoned_.store(true, std::memory_order_release);
+    auto& graveyard = detail::abandoned_engines::get();
+    std::lock_guard g(graveyard.mu);
+    graveyard.items.push_back(shared);
+    graveyard.items.push_back(vm_keep_);
+  }
+  void launch_locked(const queue_info& q, const gpu_node& node, event_notifier& events,
+                     const host_kernel_registry& registry, const engine_options& opt) {
+    start_error_.reset();
+    faulted_.store(false, std::memory_order_release);
+    aql_.store(nullptr, std::memory_order_release);
+    pm4_.store(nullptr, std::memory_order_release);
+    sdma_.store(nullptr, std::memory_order_release);
+    if (!q.active) return;
+    auto e = std::make_unique<engines>();
+    queue_wakeup* w = nullptr;
+    result<void> r = [&]() -> result<void> {
+      if (q.is_aql()) {
+        AQUEDUCT_TRY(auto b, aql_binding_of(q, node));
+        AQUEDUCT_TRY(e->aql, aql_processor::try_create(b, *vm_, events, registry, opt.aql));
+        w = e->aql.get();
+      } else if (q.type == abi::kfd::queue_type_compute) {
+        AQUEDUCT_TRY(auto b, pm4_binding_of(q, node));
+        AQUEDUCT_TRY(e->pm4, pm4_processor::try_create(b, *vm_, events, registry, opt.pm4));
+        w = e->pm4.get();
+      } else if (q.is_sdma()) {
+        const auto eng = sdma_engine_of(q.gfx_target_version);
+        if (!eng)
+          return failure(errc::not_supported, "no SDMA packet format known for gfx_target_version " +
+                                                  std::to_string(q.gfx_target_version));
+        AQUEDUCT_TRY(e->sdma, sdma_engine::try_create(sdma_binding_of(q, *eng), *vm_, events, opt.sdma));
+        w = e->sdma.get();
+      }
+      return ok();
+    }();
+    if (!r) {
+      start_error_ = failure(r.get_failure().code(), "the emulated device could not start queue " +
+                                                         std::to_string(q.queue_id) + "'s engine: " + std::string(r.detail()));
+      faulted_.store(true, std::memory_order_release);
+      return;
+    }
+    aql_.store(e->aql.get(), std::memory_order_release);
+    pm4_.store(e->pm4.get(), std::memory_order_release);
+    sdma_.store(e->sdma.get(), std::memory_order_release);
+    current_ = std::move(e);
+    wake_.store(w, std::memory_order_release);
+  }
+  [[nodiscard]] bool engine_faulted() const noexcept {
+    if (auto* p = aql_.load(std::memory_order_acquire); p && p->has_error()) return true;
+    if (auto* p = pm4_.load(std::memory_order_acquire); p && p->has_error()) return true;
+    if (auto* p = sdma_.load(std::memory_order_acquire); p && p->has_error()) return true;
+    return false;
+  }
+
+  void set_vm(std::unique_ptr<vm_access> vm) {
+    vm_keep_ = std::make_shared<revocable_vm>(std::move(vm));
+    vm_ = vm_keep_.get();
+  }
+
+  std::shared_ptr<revocable_vm> vm_keep_;  // declared first: destroyed after every engine thread is joined
+  revocable_vm* vm_ = nullptr;
+  mutable std::mutex mu_;  // current_, retired_, start_error_
+  std::unique_ptr<engines> current_;
+  std::vector<std::shared_ptr<engines>> retired_;  // stopped (UPDATE_QUEUE, stop), freed with the queue
+  std::optional<failure> start_error_;
+  bool stopped_ = false;
+  std::atomic<queue_wakeup*> wake_{nullptr};
+  std::atomic<aql_processor*> aql_{nullptr};
+  std::atomic<pm4_processor*> pm4_{nullptr};
+  std::atomic<sdma_engine*> sdma_{nullptr};
+  std::atomic<bool> faulted_{false};
+  std::atomic<bool> abandoned_{false};
+};
+
+}  // namespace aqueduct::emu

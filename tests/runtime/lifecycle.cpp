@@ -1,0 +1,269 @@
+// runtime: queue lifecycles under concurrency and faults (issue 13 bugs 1, 3, 4). Each case was
+// seen to fail on the code before the one-seam redesign:
+//   bug 1  threads creating and destroying AQL and SDMA queues on one agent: a new queue could be
+//          given the dying queue's engine (the id was freed before the engine stopped) — packets
+//          that never run, use-after-free, spurious make_queue failures;
+//   bug 3  a queue whose engine faulted, ring full: try_dispatch (default timeout) never returned;
+//   bug 4  a kernel that never ends: destroying its queue blocked forever, past drain_timeout.
+// A case that would hang is run under a watchdog that ends the process with a message instead.
+// Expected values: vadd results computed on the host; the errc the engine's fault maps to
+// (device_fault for a memory fault, emu/aql_error.hpp).
+#include "host_kernels.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace aq = aqueduct;
+namespace rt = aqueduct::runtime;
+using namespace rt_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Runs f on a thread; if it has not returned within `limit`, the process ends (exit code 3) with
+// `what` — a hang is reported as a failure instead of blocking the suite until ctest's timeout.
+template <class F>
+auto bounded(std::chrono::seconds limit, const char* what, F&& f) {
+  std::packaged_task<decltype(f())()> task(std::forward<F>(f));
+  auto fut = task.get_future();
+  std::thread t(std::move(task));
+  if (fut.wait_for(limit) != std::future_status::ready) {
+    std::fprintf(stderr, "FAILED (hang): %s did not return within %lld s\n", what, static_cast<long long>(limit.count()));
+    std::fflush(stderr);
+    std::_Exit(3);
+  }
+  t.join();
+  return fut.get();
+}
+
+// spin_forever(flag): every work-item waits until *flag != 0 (a kernel that never ends unless the
+// host sets the flag). Checked loads: an engine that kills the wave makes the next load fault.
+struct spin_args {
+  std::uint64_t flag;
+};
+inline void spin_forever(emu::workgroup_context& ctx) {
+  const emu::host_workgroup wg(ctx);
+  const auto a = wg.args<spin_args>();
+  while (ctx.load<std::uint32_t>(a.flag) == 0) std::this_thread::sleep_for(1ms);
+}
+
+// spin_forever loaded on `gpu`, and its flag (0: the kernel keeps spinning).
+struct spinner {
+  explicit spinner(const rt::agent& gpu)
+      : exe(aq::emu::load(gpu, emu::host_code_object{{{"spin_forever", spin_forever, sizeof(spin_args), 0}}})),
+        kernel(exe.get_kernel("spin_forever")),
+        flag(gpu.alloc<std::uint32_t>(1, rt::memory_kind::host)) {
+    flag[0] = 0;
+  }
+  rt::executable exe;
+  rt::kernel kernel;
+  rt::buffer<std::uint32_t> flag;
+};
+
+}  // namespace
+
+TEST_CASE("threads creating and destroying AQL and SDMA queues on one agent: every queue runs its work (bug 1)") {
+  auto sys = rt::system::open({.machine = "mi300x"});
+  const auto& gpu = sys.default_agent();
+  auto exe = aq::emu::load(gpu, test_kernels());
+  const auto vadd = exe.get_kernel("vadd");
+  constexpr int threads = 3, rounds = 60;
+  constexpr std::uint32_t n = 256;
+  struct data {
+    rt::buffer<float> a, b, c;
+    rt::buffer<std::uint32_t> fill;
+  };
+  std::vector<data> mem;
+  for (int t = 0; t < threads; ++t) {  // allocated outside the threads
+    mem.push_back({gpu.alloc<float>(n, rt::memory_kind::host), gpu.alloc<float>(n, rt::memory_kind::host), gpu.alloc<float>(n, rt::memory_kind::host), gpu.alloc<std::uint32_t>(n, rt::memory_kind::host)});
+    for (std::uint32_t i = 0; i < n; ++i) mem.back().a[i] = float(i), mem.back().b[i] = float(t);
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> done{0};
+  std::mutex mu;
+  std::string first_failure;
+  auto fail = [&](std::string why) {
+    std::lock_guard lock(mu);
+    if (first_failure.empty()) first_failure = std::move(why);
+    stop = true;
+  };
+  bounded(120s, "the create/destroy storm", [&] {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t)
+      ts.emplace_back([&, t] {
+        data& d = mem[static_cast<std::size_t>(t)];
+        for (int r = 0; r < rounds && !stop; ++r) {
+          {
+            auto q = gpu.try_make_queue({.slots = 16, .drain_timeout = 200ms});
+            if (!q) return fail("make_queue: " + std::string(q.detail()));
+            for (std::uint32_t i = 0; i < n; ++i) d.c[i] = -1.0f;
+            auto idx = q->try_dispatch(vadd, rt::grid{n}, rt::block{64}, d.a, d.b, d.c, n);
+            if (!idx) return fail("dispatch: " + std::string(idx.detail()));
+            if (auto w = q->try_wait(*idx, 5s); !w) return fail("AQL wait: " + std::string(w.detail()));
+            for (std::uint32_t i = 0; i < n; ++i)
+              if (d.c[i] != float(i) + float(t)) return fail("AQL result wrong at " + std::to_string(i));
+          }
+          {
+            auto s = rt::try_make_sdma_queue(gpu, {.drain_timeout = 200ms});
+            if (!s) return fail("make_sdma_queue: " + std::string(s.detail()));
+            const std::uint32_t value = 0x1000u * std::uint32_t(t) + std::uint32_t(r);
+            auto seq = s->try_fill(d.fill.va(), value, n * 4);
+            if (!seq) return fail("SDMA fill: " + std::string(seq.detail()));
+            if (auto w = s->try_wait(*seq, 5s); !w) return fail("SDMA wait: " + std::string(w.detail()));
+            for (std::uint32_t i = 0; i < n; ++i)
+              if (d.fill[i] != value) return fail("SDMA fill wrong at " + std::to_string(i));
+          }
+          ++done;
+        }
+      });
+    for (auto& th : ts) th.join();
+    return 0;
+  });
+  CHECK_MESSAGE(first_failure.empty(), first_failure);
+  CHECK(done.load() == threads * rounds);
+  CHECK(sys.emulator()->queues().empty());  // every queue destroyed (control: the storm made some)
+}
+
+TEST_CASE("a faulted queue with a full ring: try_dispatch returns the fault instead of blocking (bug 3)") {
+  auto sys = rt::system::open({.machine = "mi300x"});
+  const auto& gpu = sys.default_agent();
+  auto exe = aq::emu::load(gpu, test_kernels());
+  const auto vadd = exe.get_kernel("vadd");
+  auto q = gpu.make_queue({.slots = 16, .drain_timeout = 100ms});
+  auto c = gpu.alloc<float>(64, rt::memory_kind::host);
+  const std::uint64_t unmapped = 0x10;  // no BO there: the first load faults
+  REQUIRE(q.try_dispatch(vadd, rt::grid{64}, rt::block{64}, unmapped, unmapped, c, 64u).has_value());
+  // Fill the ring: the faulted packet is never retired, so 15 more fit.
+  int accepted = 1;
+  while (accepted < 16) {
+    auto r = q.try_dispatch_with({.timeout = 0ns}, vadd, rt::grid{64}, rt::block{64}, c, c, c, 64u);
+    if (!r) break;
+    ++accepted;
+  }
+  CHECK(accepted == 16);  // control: the ring is full now
+  auto r = bounded(20s, "try_dispatch into the full ring of a faulted queue",
+                   [&] { return q.try_dispatch(vadd, rt::grid{64}, rt::block{64}, c, c, c, 64u); });
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.get_failure() == aq::errc::device_fault);
+  const std::string text(r.detail());
+  CHECK_MESSAGE(text.find("0x10") != std::string::npos, text);  // the faulting address
+  // The barrier path reports it too.
+  auto b = bounded(20s, "try_barrier_and into the full ring of a faulted queue", [&] { return q.try_barrier_and({}); });
+  REQUIRE_FALSE(b.has_value());
+  CHECK(b.get_failure() == aq::errc::device_fault);
+}
+
+TEST_CASE("a kernel that never ends: destroying its queue is bounded (bug 4)") {
+  auto sys = rt::system::open({.machine = "mi300x"});
+  const auto& gpu = sys.default_agent();
+  spinner sp(gpu);
+  auto& flag = sp.flag;
+  auto q = gpu.make_queue({.slots = 16, .drain_timeout = 100ms});
+  const auto idx = q.dispatch(sp.kernel, rt::grid{1}, rt::block{1}, flag);
+  auto w = q.try_wait(idx, 50ms);
+  REQUIRE_FALSE(w.has_value());  // control: it really does not end
+  CHECK(w.get_failure() == aq::errc::timeout);
+  const auto t0 = std::chrono::steady_clock::now();
+  bounded(30s, "destroying a queue whose kernel never ends", [&] {
+    q.destroy();
+    return 0;
+  });
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(took < 5s);  // drain_timeout (100 ms) + the device's bounded engine stop
+  // The device still works: a new queue on the same agent runs a kernel.
+  auto q2 = gpu.make_queue({.slots = 16});
+  flag[0] = 1;
+  const auto idx2 = q2.dispatch(sp.kernel, rt::grid{1}, rt::block{1}, flag);
+  auto w2 = q2.try_wait(idx2, 10s);
+  CHECK_MESSAGE(w2.has_value(), std::string(w2.detail()));
+}
+
+TEST_CASE("the system destroyed while another thread waits on its queue: the wait completes (bug 5)") {
+  auto sys = std::make_unique<rt::system>(rt::system::open({.machine = "mi300x"}));
+  const rt::agent gpu = sys->default_agent();  // a copy: keeps working after the system value is gone
+  spinner sp(gpu);
+  auto& flag = sp.flag;
+  auto q = gpu.make_queue({.slots = 16});
+  const auto idx = q.dispatch(sp.kernel, rt::grid{1}, rt::block{1}, flag);
+  aq::result<void> waited = aq::failure(aq::errc::cancelled, "not waited");
+  std::thread waiter([&] { waited = q.try_wait(idx, 20s); });
+  std::this_thread::sleep_for(50ms);
+  sys.reset();  // the system value goes while the waiter waits
+  std::this_thread::sleep_for(50ms);
+  flag[0] = 1;  // the buffer still works: the kernel sees it and ends
+  bounded(30s, "joining the waiter", [&] {
+    waiter.join();
+    return 0;
+  });
+  CHECK_MESSAGE(waited.has_value(), std::string(waited.detail()));
+}
+
+TEST_CASE("buffers, queues, executables, signals and agents used and destroyed after their system (bug 5)") {
+  std::optional<rt::agent> gpu;
+  std::optional<rt::buffer<float>> a, c;
+  std::optional<rt::executable> exe;
+  std::optional<rt::queue> q;
+  std::optional<rt::signal> sig;
+  {
+    auto sys = rt::system::open({.machine = "mi300x"});
+    gpu = sys.default_agent();
+    a = gpu->alloc<float>(64, rt::memory_kind::host);
+    c = gpu->alloc<float>(64, rt::memory_kind::host);
+    exe = aq::emu::load(*gpu, test_kernels());
+    q = gpu->make_queue({.slots = 16});
+    sig = gpu->make_signal(1);
+  }  // the system value is gone; everything made from it still works
+  for (std::uint32_t i = 0; i < 64; ++i) (*a)[i] = float(i);
+  const auto idx = q->dispatch(exe->get_kernel("vadd"), rt::grid{64}, rt::block{64}, *a, *a, *c, 64u);
+  REQUIRE(q->try_wait(idx, 10s).has_value());
+  CHECK((*c)[63] == 126.0f);
+  sig->store(0);
+  CHECK(sig->try_wait_eq(0, 1s).has_value());
+  auto more = gpu->try_alloc<float>(16, rt::memory_kind::host);  // the agent too
+  CHECK(more.has_value());
+  // Destroyed in an order that ends with the agent: the last owner tears the system down.
+  q.reset();
+  exe.reset();
+  a.reset();
+  sig.reset();
+  more = aq::failure(aq::errc::cancelled);
+  c.reset();
+  gpu.reset();
+}
+
+TEST_CASE("a default-constructed or moved-from system or queue reports misuse instead of crashing (bug 5)") {
+  rt::queue empty;
+  auto sys = rt::system::open({.machine = "mi300x"});
+  auto exe = aq::emu::load(sys.default_agent(), test_kernels());
+  const auto nothing_k = exe.get_kernel("nothing");
+  auto r = empty.try_dispatch(nothing_k, rt::grid{1}, rt::block{1});
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.get_failure() == aq::errc::invalid_argument);
+  CHECK(std::string(r.detail()).find("moved-from") != std::string::npos);
+  CHECK(empty.try_wait(0, 1s).get_failure() == aq::errc::invalid_argument);
+  CHECK(empty.try_finish(1s).get_failure() == aq::errc::invalid_argument);
+  auto q = sys.default_agent().make_queue({.slots = 16});
+  rt::queue moved = std::move(q);
+  CHECK(q.try_dispatch(nothing_k, rt::grid{1}, rt::block{1}).get_failure() == aq::errc::invalid_argument);  // NOLINT(bugprone-use-after-move)
+  CHECK(moved.try_finish(5s).has_value());  // control: the moved-to queue works
+  rt::system none;
+  CHECK_FALSE(static_cast<bool>(none));
+  CHECK(none.agents().empty());
+  CHECK_FALSE(none.emulated());
+  CHECK(none.describe().find("empty") != std::string::npos);
+  rt::system moved_sys = std::move(sys);
+  CHECK(sys.agents().empty());  // NOLINT(bugprone-use-after-move)
+  CHECK(sys.how_chosen().find("empty") != std::string::npos);
+  CHECK(moved_sys.agents().size() == 1);
+}
