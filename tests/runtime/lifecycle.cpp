@@ -62,12 +62,12 @@ inline void spin_forever(emu::workgroup_context& ctx) {
 struct spinner {
   explicit spinner(const rt::agent& gpu)
       : exe(aq::emu::load(gpu, emu::host_code_object{{{"spin_forever", spin_forever, sizeof(spin_args), 0}}})),
-        kernel(exe.get_kernel("spin_forever")),
+        kernel(exe.get_untyped_kernel("spin_forever")),
         flag(gpu.alloc<std::uint32_t>(1, rt::memory_kind::host)) {
     flag[0] = 0;
   }
   rt::executable exe;
-  rt::kernel kernel;
+  rt::untyped_kernel kernel;
   rt::buffer<std::uint32_t> flag;
 };
 
@@ -77,7 +77,7 @@ TEST_CASE("threads creating and destroying AQL and SDMA queues on one agent: eve
   auto sys = rt::system::open({.machine = "mi300x"});
   const auto& gpu = sys.default_agent();
   auto exe = aq::emu::load(gpu, test_kernels());
-  const auto vadd = exe.get_kernel("vadd");
+  const auto vadd = exe.get_untyped_kernel("vadd");
   constexpr int threads = 3, rounds = 60;
   constexpr std::uint32_t n = 256;
   struct data {
@@ -105,7 +105,7 @@ TEST_CASE("threads creating and destroying AQL and SDMA queues on one agent: eve
         data& d = mem[static_cast<std::size_t>(t)];
         for (int r = 0; r < rounds && !stop; ++r) {
           {
-            auto q = gpu.try_make_queue({.slots = 16, .drain_timeout = 200ms});
+            auto q = gpu.try_make_queue(rt::aql, {.slots = 16, .drain_timeout = 200ms});
             if (!q) return fail("make_queue: " + std::string(q.detail()));
             for (std::uint32_t i = 0; i < n; ++i) d.c[i] = -1.0f;
             auto idx = q->try_dispatch(vadd, rt::grid{n}, rt::block{64}, d.a, d.b, d.c, n);
@@ -115,7 +115,7 @@ TEST_CASE("threads creating and destroying AQL and SDMA queues on one agent: eve
               if (d.c[i] != float(i) + float(t)) return fail("AQL result wrong at " + std::to_string(i));
           }
           {
-            auto s = rt::try_make_sdma_queue(gpu, {.drain_timeout = 200ms});
+            auto s = gpu.try_make_queue(rt::sdma, {.drain_timeout = 200ms});
             if (!s) return fail("make_sdma_queue: " + std::string(s.detail()));
             const std::uint32_t value = 0x1000u * std::uint32_t(t) + std::uint32_t(r);
             auto seq = s->try_fill(d.fill.va(), value, n * 4);
@@ -139,8 +139,8 @@ TEST_CASE("a faulted queue with a full ring: try_dispatch returns the fault inst
   auto sys = rt::system::open({.machine = "mi300x"});
   const auto& gpu = sys.default_agent();
   auto exe = aq::emu::load(gpu, test_kernels());
-  const auto vadd = exe.get_kernel("vadd");
-  auto q = gpu.make_queue({.slots = 16, .drain_timeout = 100ms});
+  const auto vadd = exe.get_untyped_kernel("vadd");
+  auto q = gpu.make_queue(rt::aql, {.slots = 16, .drain_timeout = 100ms});
   auto c = gpu.alloc<float>(64, rt::memory_kind::host);
   const std::uint64_t unmapped = 0x10;  // no BO there: the first load faults
   REQUIRE(q.try_dispatch(vadd, rt::grid{64}, rt::block{64}, unmapped, unmapped, c, 64u).has_value());
@@ -169,7 +169,7 @@ TEST_CASE("a kernel that never ends: destroying its queue is bounded (bug 4)") {
   const auto& gpu = sys.default_agent();
   spinner sp(gpu);
   auto& flag = sp.flag;
-  auto q = gpu.make_queue({.slots = 16, .drain_timeout = 100ms});
+  auto q = gpu.make_queue(rt::aql, {.slots = 16, .drain_timeout = 100ms});
   const auto idx = q.dispatch(sp.kernel, rt::grid{1}, rt::block{1}, flag);
   auto w = q.try_wait(idx, 50ms);
   REQUIRE_FALSE(w.has_value());  // control: it really does not end
@@ -182,7 +182,7 @@ TEST_CASE("a kernel that never ends: destroying its queue is bounded (bug 4)") {
   const auto took = std::chrono::steady_clock::now() - t0;
   CHECK(took < 5s);  // drain_timeout (100 ms) + the device's bounded engine stop
   // The device still works: a new queue on the same agent runs a kernel.
-  auto q2 = gpu.make_queue({.slots = 16});
+  auto q2 = gpu.make_queue(rt::aql, {.slots = 16});
   flag[0] = 1;
   const auto idx2 = q2.dispatch(sp.kernel, rt::grid{1}, rt::block{1}, flag);
   auto w2 = q2.try_wait(idx2, 10s);
@@ -194,7 +194,7 @@ TEST_CASE("the system destroyed while another thread waits on its queue: the wai
   const rt::agent gpu = sys->default_agent();  // a copy: keeps working after the system value is gone
   spinner sp(gpu);
   auto& flag = sp.flag;
-  auto q = gpu.make_queue({.slots = 16});
+  auto q = gpu.make_queue(rt::aql, {.slots = 16});
   const auto idx = q.dispatch(sp.kernel, rt::grid{1}, rt::block{1}, flag);
   aq::result<void> waited = aq::failure(aq::errc::cancelled, "not waited");
   std::thread waiter([&] { waited = q.try_wait(idx, 20s); });
@@ -221,11 +221,11 @@ TEST_CASE("buffers, queues, executables, signals and agents used and destroyed a
     a = gpu->alloc<float>(64, rt::memory_kind::host);
     c = gpu->alloc<float>(64, rt::memory_kind::host);
     exe = aq::emu::load(*gpu, test_kernels());
-    q = gpu->make_queue({.slots = 16});
+    q = gpu->make_queue(rt::aql, {.slots = 16});
     sig = gpu->make_signal(1);
   }  // the system value is gone; everything made from it still works
   for (std::uint32_t i = 0; i < 64; ++i) (*a)[i] = float(i);
-  const auto idx = q->dispatch(exe->get_kernel("vadd"), rt::grid{64}, rt::block{64}, *a, *a, *c, 64u);
+  const auto idx = q->dispatch(exe->get_untyped_kernel("vadd"), rt::grid{64}, rt::block{64}, *a, *a, *c, 64u);
   REQUIRE(q->try_wait(idx, 10s).has_value());
   CHECK((*c)[63] == 126.0f);
   sig->store(0);
@@ -246,14 +246,13 @@ TEST_CASE("a default-constructed or moved-from system or queue reports misuse in
   rt::queue empty;
   auto sys = rt::system::open({.machine = "mi300x"});
   auto exe = aq::emu::load(sys.default_agent(), test_kernels());
-  const auto nothing_k = exe.get_kernel("nothing");
+  const auto nothing_k = exe.get_untyped_kernel("nothing");
   auto r = empty.try_dispatch(nothing_k, rt::grid{1}, rt::block{1});
   REQUIRE_FALSE(r.has_value());
   CHECK(r.get_failure() == aq::errc::invalid_argument);
   CHECK(std::string(r.detail()).find("moved-from") != std::string::npos);
-  CHECK(empty.try_wait(0, 1s).get_failure() == aq::errc::invalid_argument);
   CHECK(empty.try_finish(1s).get_failure() == aq::errc::invalid_argument);
-  auto q = sys.default_agent().make_queue({.slots = 16});
+  auto q = sys.default_agent().make_queue(rt::aql, {.slots = 16});
   rt::queue moved = std::move(q);
   CHECK(q.try_dispatch(nothing_k, rt::grid{1}, rt::block{1}).get_failure() == aq::errc::invalid_argument);  // NOLINT(bugprone-use-after-move)
   CHECK(moved.try_finish(5s).has_value());  // control: the moved-to queue works

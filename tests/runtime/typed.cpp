@@ -37,7 +37,7 @@ struct vadd_run {
 TEST_CASE("a typed kernel dispatches on AQL and PM4 queues; its declared arguments are what the metadata holds") {
   auto sys = rt::system::open({.machine = "rx7900xtx"});
   const auto& gpu = sys.default_agent();
-  auto exe = gpu.load(test_kernels());
+  auto exe = aq::emu::load(gpu, test_kernels());
   const auto& md = exe.loaded().kernel("vadd").args;  // what host_kernel::with_args declared
   REQUIRE(md.size() == 4);
   CHECK(md[0].value_kind == "global_buffer");
@@ -61,7 +61,7 @@ TEST_CASE("a typed kernel dispatches on AQL and PM4 queues; its declared argumen
 TEST_CASE("a typed lookup that disagrees with the declared arguments fails when the kernel is looked up") {
   auto sys = rt::system::open({.machine = "mi300x"});
   const auto& gpu = sys.default_agent();
-  auto exe = gpu.load(test_kernels());
+  auto exe = aq::emu::load(gpu, test_kernels());
   SUBCASE("swapped: a value where the metadata has a pointer") {
     auto k = exe.try_get_kernel<const float*, const float*, std::uint32_t, float*>("vadd");
     REQUIRE_FALSE(k);
@@ -83,20 +83,20 @@ TEST_CASE("a typed lookup that disagrees with the declared arguments fails when 
     CHECK_FALSE(exe.try_get_kernel<std::uint32_t>("nothing"));
   }
   SUBCASE("a host kernel that declares no argument list cannot be typed") {
-    rt::host_code_object hco;
+    aq::emu::host_code_object hco;
     hco.kernels.push_back({"opaque", vadd, sizeof(vadd_args), 0});
-    auto e2 = gpu.load(hco);
+    auto e2 = aq::emu::load(gpu, hco);
     auto k = e2.try_get_kernel<const float*, const float*, float*, std::uint32_t>("opaque");
     REQUIRE_FALSE(k);
     CHECK_MESSAGE(contains(k.detail(), "declares no argument list"), std::string(k.detail()));
     CHECK(e2.try_get_untyped_kernel("opaque"));  // the untyped path still works (size-checked)
   }
   SUBCASE("a declared argument outside the kernarg segment is refused at load") {
-    rt::host_code_object hco;
-    auto hk = rt::host_kernel::with_args<const float*, std::uint32_t>("short", vadd);
+    aq::emu::host_code_object hco;
+    auto hk = aq::emu::host_kernel::with_args<const float*, std::uint32_t>("short", vadd);
     hk.kernarg_size = 8;
     hco.kernels.push_back(hk);
-    auto e2 = gpu.try_load(hco);
+    auto e2 = aq::emu::try_load(gpu, hco);
     REQUIRE_FALSE(e2);
     CHECK(contains(e2.detail(), "outside its 8 kernarg bytes"));
   }
@@ -105,7 +105,7 @@ TEST_CASE("a typed lookup that disagrees with the declared arguments fails when 
 TEST_CASE("an untyped dispatch is checked against the metadata on every dispatch and submits nothing on a mismatch") {
   auto sys = rt::system::open({.machine = "mi300x"});
   const auto& gpu = sys.default_agent();
-  auto exe = gpu.load(test_kernels());
+  auto exe = aq::emu::load(gpu, test_kernels());
   auto store = exe.get_untyped_kernel("store");
   auto out = gpu.alloc<std::uint32_t>(16, rt::memory_kind::host);
   auto q = gpu.make_queue(aq::aql, {.slots = 16});
@@ -135,7 +135,7 @@ TEST_CASE("an untyped dispatch is checked against the metadata on every dispatch
 TEST_CASE("a ticket is waited on only by the queue that issued it") {
   auto sys = rt::system::open({.machine = "rx7900xtx"});
   const auto& gpu = sys.default_agent();
-  auto exe = gpu.load(test_kernels());
+  auto exe = aq::emu::load(gpu, test_kernels());
   auto nothing = exe.get_kernel<>("nothing");
   SUBCASE("AQL") {
     auto qa = gpu.make_queue(aq::aql, {.slots = 16});
