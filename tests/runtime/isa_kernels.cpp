@@ -70,7 +70,7 @@ TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-
     };
     const std::uint32_t n = 1000;  // not a multiple of the workgroup: a partial last workgroup
     {
-      auto a = gpu.alloc<float>(n), b = gpu.alloc<float>(n), c = gpu.alloc<float>(n);
+      auto a = gpu.alloc<float>(n, rt::memory_kind::host), b = gpu.alloc<float>(n, rt::memory_kind::host), c = gpu.alloc<float>(n, rt::memory_kind::host);
       for (std::uint32_t i = 0; i < n; ++i) a[i] = float(i) * 0.25f, b[i] = 3.0f - float(i), c[i] = -7.0f;
       run("vadd", rt::grid{n}, rt::block{128}, a, b, c, n);
       int bad = 0;
@@ -82,7 +82,7 @@ TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-
       CHECK(bad == 0);
     }
     {
-      auto a = gpu.alloc<std::int32_t>(n), b = gpu.alloc<std::int32_t>(n);
+      auto a = gpu.alloc<std::int32_t>(n, rt::memory_kind::host), b = gpu.alloc<std::int32_t>(n, rt::memory_kind::host);
       for (std::uint32_t i = 0; i < n; ++i) a[i] = static_cast<std::int32_t>(i * 2654435761u), b[i] = 0;
       run("gridstride", rt::grid{256}, rt::block{64}, a, b, n, 256u);
       int bad = 0;
@@ -90,7 +90,7 @@ TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-
       CHECK(bad == 0);
     }
     {
-      auto in = gpu.alloc<std::uint32_t>(n), out = gpu.alloc<std::uint32_t>(8), sum = gpu.alloc<std::uint32_t>(1);
+      auto in = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(8, rt::memory_kind::host), sum = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
       for (std::uint32_t i = 0; i < n; ++i) in[i] = i * 7 + 1;
       for (std::uint32_t i = 0; i < 8; ++i) out[i] = 0xDEAD;
       sum[0] = 0;
@@ -106,7 +106,7 @@ TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-
       CHECK(sum[0] == ref);
     }
     {
-      auto in = gpu.alloc<std::uint32_t>(n), out = gpu.alloc<std::uint32_t>(n);
+      auto in = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
       for (std::uint32_t i = 0; i < n; ++i) in[i] = i * 0x9E3779B9u + 1;
       run("hash", rt::grid{n}, rt::block{64}, in, out, n);
       int bad = 0;
@@ -123,7 +123,7 @@ TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-
       CHECK(bad == 0);
     }
     {
-      auto a = gpu.alloc<float>(n), out = gpu.alloc<float>(n);
+      auto a = gpu.alloc<float>(n, rt::memory_kind::host), out = gpu.alloc<float>(n, rt::memory_kind::host);
       for (std::uint32_t i = 0; i < n; ++i) a[i] = (float(i) - 500.0f) * 0.37f;
       run("fmath", rt::grid{n}, rt::block{64}, a, out, n);
       int bad = 0;
@@ -137,7 +137,7 @@ TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-
       CHECK(bad == 0);
     }
     {
-      auto a = gpu.alloc<long long>(n), out = gpu.alloc<long long>(n);
+      auto a = gpu.alloc<long long>(n, rt::memory_kind::host), out = gpu.alloc<long long>(n, rt::memory_kind::host);
       for (std::uint32_t i = 0; i < n; ++i) a[i] = (static_cast<long long>(i) << 33) - 12345;
       run("ptr64", rt::grid{n}, rt::block{64}, a, out, n, -3ll);
       int bad = 0;
@@ -154,7 +154,7 @@ TEST_CASE("gfx1100 machine code faults: the exact bad address, and __builtin_tra
   auto exe = gpu.load(std::span<const std::byte>(bytes));
   {
     auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
-    auto a = gpu.alloc<float>(64), c = gpu.alloc<float>(64);
+    auto a = gpu.alloc<float>(64, rt::memory_kind::host), c = gpu.alloc<float>(64, rt::memory_kind::host);
     // b points 1 MiB past a's end, far from any mapping: element 0's load faults there.
     const std::uint64_t bad_b = reinterpret_cast<std::uintptr_t>(a.data()) + (1ull << 40);
     auto idx = q.try_dispatch(exe.get_untyped_kernel("vadd"), rt::grid{64}, rt::block{64}, a, bad_b, c, 64u);
@@ -171,7 +171,7 @@ TEST_CASE("gfx1100 machine code faults: the exact bad address, and __builtin_tra
   }
   {
     auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
-    auto out = gpu.alloc<std::uint32_t>(64);
+    auto out = gpu.alloc<std::uint32_t>(64, rt::memory_kind::host);
     auto idx = q.try_dispatch(exe.get_untyped_kernel("trap"), rt::grid{64}, rt::block{64}, out);
     REQUIRE(idx.has_value());
     auto w = q.try_wait(*idx, std::chrono::seconds(10));
@@ -195,7 +195,7 @@ TEST_CASE("gfx1100 machine code through a PM4 queue: the typed API, hidden argum
     INFO(std::string(k.detail()));
     REQUIRE(k.has_value());
     const std::uint32_t n = 777;
-    auto a = gpu.alloc<float>(n), b = gpu.alloc<float>(n), c = gpu.alloc<float>(n);
+    auto a = gpu.alloc<float>(n, rt::memory_kind::host), b = gpu.alloc<float>(n, rt::memory_kind::host), c = gpu.alloc<float>(n, rt::memory_kind::host);
     for (std::uint32_t i = 0; i < n; ++i) a[i] = float(i), b[i] = 0.5f * float(i), c[i] = -1.0f;
     rt::pm4_queue_options po;
     po.kernarg_bytes = 512;  // clang's kernarg segment with the hidden arguments is 280 bytes
