@@ -132,9 +132,10 @@ const encoding_probe probes[] = {
     {"SOPK", 0x17, [](unsigned op) { return std::vector<words>{{0xB0000000u | op << 23 | 4 << 16 | 0x10}}; }},
     {"SOP1", 256, [](unsigned op) { return std::vector<words>{{0xBE800000u | 4 << 16 | op << 8 | 6}}; }},
     {"SOPC", 128, [](unsigned op) { return std::vector<words>{{0xBF000000u | op << 16 | 2 << 8 | 6}}; }},
-    {"SOPP", 128, [](unsigned op) { return std::vector<words>{{0xBF800000u | op << 16 | 1}}; }},
+    {"SOPP", 128, [](unsigned op) { return std::vector<words>{{0xBF800000u | op << 16 | 1}, {0xBF800000u | op << 16}}; }},
     {"SMEM", 256, [](unsigned op) {
-       return std::vector<words>{{0xC0000000u | op << 18 | 1 << 17 | 8 << 6 | 2, 0x10}, {0xC0000000u | op << 18 | 1 << 17 | 2, 0x10}};
+       return std::vector<words>{{0xC0000000u | op << 18 | 1 << 17 | 8 << 6 | 2, 0x10}, {0xC0000000u | op << 18 | 1 << 17 | 2, 0x10},
+                                 {0xC0000000u | op << 18 | 8 << 6, 0}, {0xC0000000u | op << 18, 0}};
      }},
     {"VOP1", 256, [](unsigned op) {
        return std::vector<words>{{0x7E000000u | 2 << 17 | op << 9 | V(4)}, {0x7E000000u | 2 << 17 | op << 9 | S0}, {0x7E000000u | op << 9}};
@@ -167,7 +168,8 @@ const encoding_probe probes[] = {
        return v;
      }},
     {"MUBUF", 128, [](unsigned op) {
-       return std::vector<words>{{0xE0000000u | op << 18 | 1 << 12, 4 | 6 << 8 | 0x80u << 24}, {0xE0000000u | op << 18 | 1 << 12, 4 | 0x80u << 24}};
+       return std::vector<words>{{0xE0000000u | op << 18 | 1 << 12, 4 | 6 << 8 | 0x80u << 24}, {0xE0000000u | op << 18 | 1 << 12, 4 | 0x80u << 24},
+                                 {0xE0000000u | op << 18, 0}};
      }},
 };
 

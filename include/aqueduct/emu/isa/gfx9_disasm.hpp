@@ -248,6 +248,7 @@ inline const char* sdwa_sel(unsigned v) {
   };
   switch (d.e) {
     case enc::smem:
+      if (tpl.find("%B") == std::string::npos) break;  // no address (s_dcache_wb, s_memtime)
       if (d.soe || !d.imm_en) {
         s += ", ";
         scalar(s, d.soe ? d.saddr : static_cast<unsigned>(d.imm & 0xFF), 1, 0, false);

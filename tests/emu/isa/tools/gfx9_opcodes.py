@@ -52,8 +52,9 @@ ENCODINGS = [
     ("SOPK", 0x17, lambda op: [[0xB0000000 | op << 23 | 4 << 16 | 0x10]]),
     ("SOP1", 256, lambda op: [[0xBE800000 | 4 << 16 | op << 8 | 6]]),
     ("SOPC", 128, lambda op: [[0xBF000000 | op << 16 | 2 << 8 | 6]]),
-    ("SOPP", 128, lambda op: [[0xBF800000 | op << 16 | 1]]),
-    ("SMEM", 256, lambda op: [[0xC0000000 | op << 18 | 1 << 17 | sd << 6 | 2, 0x10] for sd in (8, 0)]),
+    ("SOPP", 128, lambda op: [[0xBF800000 | op << 16 | 1], [0xBF800000 | op << 16]]),
+    ("SMEM", 256, lambda op: [[0xC0000000 | op << 18 | 1 << 17 | sd << 6 | 2, 0x10] for sd in (8, 0)] +
+                             [[0xC0000000 | op << 18 | 8 << 6, 0], [0xC0000000 | op << 18, 0]]),
     ("VOP1", 256, lambda op: [[0x7E000000 | 2 << 17 | op << 9 | V(4)], [0x7E000000 | 2 << 17 | op << 9 | S0],
                               [0x7E000000 | op << 9]]),
     ("VOP2", 62, lambda op: [[op << 25 | 2 << 17 | 6 << 9 | V(4)]]),
@@ -70,7 +71,8 @@ ENCODINGS = [
     ("GLOBAL", 128, lambda op: [fl(op, 2, 4, d, 0x7F, vd) for d, vd in ((6, 2), (6, 0), (0, 2), (0, 0))]),
     ("SCRATCH", 128, lambda op: [fl(op, 1, 4, d, 0x7F, vd, 1) for d, vd in ((6, 2), (6, 0), (0, 2), (0, 0))] +
                                 [fl(op, 1, 4, d, 0x7F, vd, 0) for d, vd in ((6, 2), (6, 0), (0, 2), (0, 0))]),
-    ("MUBUF", 128, lambda op: [[0xE0000000 | op << 18 | 1 << 12, 4 | d << 8 | 0x80 << 24] for d in (6, 0)]),
+    ("MUBUF", 128, lambda op: [[0xE0000000 | op << 18 | 1 << 12, 4 | d << 8 | 0x80 << 24] for d in (6, 0)] +
+                              [[0xE0000000 | op << 18, 0]]),
 ]
 
 def rng(tok):
