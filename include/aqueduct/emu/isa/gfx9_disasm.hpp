@@ -324,6 +324,13 @@ inline const char* sdwa_sel(unsigned v) {
       if (d.lds) s += " lds";
       break;
     case enc::mubuf:
+      if (tpl.empty()) {  // cache write-back / invalidate: gfx942 prints its scope bits only
+        if (tg == target::gfx942) {
+          if (d.glc) s += " sc0";
+          if (d.sc1) s += " sc1";
+        }
+        break;
+      }
       if (d.idxen) s += " idxen";
       if (d.offen) s += " offen";
       if (d.imm != 0) appendf(s, " offset:%llu", static_cast<unsigned>(d.imm));
