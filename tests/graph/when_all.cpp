@@ -1,0 +1,161 @@
+// graph: when_all — results of every form, branches really interleave on one reactor thread, a
+// failing branch cancels its siblings and its own exception (not theirs) reaches the awaiting
+// task, a stop of the run reaches every branch, lifetimes of what the branches hold.
+#include <aqueduct/graph.hpp>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace aq = aqueduct;
+namespace g = aqueduct::graph;
+using namespace std::chrono_literals;
+
+namespace {
+g::task<int> value(int v) { co_return v; }
+g::task<std::string> text(std::string s) { co_return s + "!"; }
+int side_effects = 0;
+g::task<void> effect() {
+  ++side_effects;
+  co_return;
+}
+
+struct boom : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Cancels a run that deadlocks instead of hanging the test (ctest would only time out).
+struct watchdog {
+  std::stop_source stop;
+  std::jthread t;
+  explicit watchdog(std::chrono::milliseconds after)
+      : t([this, after](std::stop_token self) {
+          const auto until = std::chrono::steady_clock::now() + after;
+          while (!self.stop_requested() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+          if (!self.stop_requested()) stop.request_stop();
+        }) {}
+  g::sync_wait_options options() const { return {.stop = stop.get_token(), .reactor = {}}; }
+};
+
+aq::errc code_of(const aq::error& e) { return static_cast<aq::errc>(e.code().value()); }
+}  // namespace
+
+TEST_CASE("when_all returns every branch's value (nothing for a task<void>), a vector, or void") {
+  side_effects = 0;
+  auto t = []() -> g::task<int> {
+    auto [a, b, c] = co_await g::when_all(value(1), text("hi"), effect());
+    CHECK(a == 1);
+    CHECK(b == "hi!");
+    CHECK(c == g::nothing{});
+    co_await g::when_all(effect(), effect());
+    std::vector<g::task<int>> v;
+    for (int i = 0; i < 10; ++i) v.push_back(value(i));
+    const std::vector<int> r = co_await g::when_all(std::move(v));
+    int sum = 0;
+    for (int x : r) sum += x;
+    co_await g::when_all(std::vector<g::task<int>>{});  // empty: ready at once
+    co_return sum;
+  };
+  CHECK(g::sync_wait(t()) == 45);
+  CHECK(side_effects == 3);
+}
+
+TEST_CASE("when_all branches interleave on one reactor thread (each waits for the other)") {
+  watchdog w(10s);
+  g::async_event a_ready, b_ready;
+  std::vector<int> order;
+  auto a = [&]() -> g::task<void> {
+    order.push_back(1);
+    a_ready.set();
+    co_await b_ready;  // only the other branch sets it
+    order.push_back(3);
+  };
+  auto b = [&]() -> g::task<void> {
+    co_await a_ready;
+    order.push_back(2);
+    b_ready.set();
+    co_return;
+  };
+  auto both = [&]() -> g::task<void> { co_await g::when_all(a(), b()); };
+  g::sync_wait(both(), w.options());
+  CHECK(order == std::vector<int>{1, 2, 3});
+}
+
+TEST_CASE("a failing branch stops its siblings; its exception, not theirs, is rethrown") {
+  watchdog w(10s);
+  g::async_event never;
+  bool sibling_saw_stop = false;
+  std::string sibling_error;
+  auto waits = [&]() -> g::task<int> {
+    try {
+      co_await never;
+    } catch (const aq::error& e) {
+      sibling_error = e.what();
+      throw;
+    }
+    co_return 1;
+  };
+  auto fails = [&]() -> g::task<int> {
+    co_await std::suspend_never{};
+    throw boom("root cause");
+    co_return 0;
+  };
+  auto checks_token = [&]() -> g::task<void> {
+    co_await g::when_all(fails(), waits());
+    co_return;
+  };
+  auto observer = [&]() -> g::task<void> {
+    try {
+      co_await checks_token();
+    } catch (const boom&) {
+      sibling_saw_stop = !sibling_error.empty();
+      throw;
+    }
+  };
+  CHECK_THROWS_AS(g::sync_wait(observer(), w.options()), boom);
+  CHECK(sibling_saw_stop);
+  CHECK_MESSAGE(sibling_error.find("run was asked to stop") != std::string::npos, sibling_error);
+  CHECK_MESSAGE(sibling_error.find("when_all.cpp:") != std::string::npos, sibling_error);  // the co_await's location
+  CHECK_FALSE(w.stop.stop_requested());  // ended by the failure, not by the watchdog
+}
+
+TEST_CASE("a stop of the run reaches every branch; the stop token says so") {
+  std::stop_source stop;
+  g::async_event never;
+  int saw = 0;
+  auto branch = [&]() -> g::task<void> {
+    bool cancelled = false;
+    try {
+      co_await never;
+    } catch (const aq::error& e) {
+      cancelled = code_of(e) == aq::errc::cancelled;
+    }
+    const g::stop_token tok = co_await g::get_stop_token();
+    saw += cancelled && tok.stop_requested() ? 1 : 0;
+  };
+  auto root = [&]() -> g::task<void> { co_await g::when_all(branch(), branch(), branch()); };
+  std::jthread stopper([&] {
+    std::this_thread::sleep_for(50ms);
+    stop.request_stop();
+  });
+  g::sync_wait(root(), {.stop = stop.get_token(), .reactor = {}});
+  CHECK(saw == 3);
+}
+
+TEST_CASE("nested when_all and a branch that finishes synchronously before the others start") {
+  auto inner = []() -> g::task<int> {
+    auto [x, y] = co_await g::when_all(value(2), value(3));
+    co_return x * y;
+  };
+  auto outer = [&]() -> g::task<int> {
+    auto [a, b, c] = co_await g::when_all(inner(), value(10), inner());
+    co_return a + b + c;
+  };
+  CHECK(g::sync_wait(outer()) == 22);
+}
