@@ -16,7 +16,9 @@
 // 3. naive_memcpy_INCORRECT: the whole 64-byte packet, header included, copied with one memcpy
 //    (header not published last, not atomic) — the pattern DESIGN.md requirement 1 forbids,
 //    kept ONLY as a cost reference: a packet processor may see the header before the body.
-// Thread safety: hsa_protocol and mutex_ring any number of producers; naive_memcpy one.
+// 4. hsa_sp_protocol: the single-producer form of 1 (no read-modify-write), fields in place.
+// Thread safety: hsa_protocol and mutex_ring any number of producers; hsa_sp_protocol and
+// naive_memcpy one.
 #pragma once
 
 #include "consumer.hpp"
@@ -98,6 +100,51 @@ class hsa_protocol {
                        __ATOMIC_RELEASE);
     }
     // hsa_signal_store_screlease(queue->doorbell_signal, last id)
+    __atomic_store_n(&r_.doorbell, first + n - 1, __ATOMIC_RELEASE);
+  }
+
+ private:
+  hsa_ring& r_;
+};
+
+// The in-place single-producer sequence (HSA_QUEUE_TYPE_SINGLE, hsa.h): the one producer reads
+// the write index it alone advances (hsa_queue_load_write_index_relaxed), checks room against
+// hsa_queue_load_read_index_scacquire, stores every field but dword 0 straight into the slot,
+// release-stores header|setup<<16 as one 32-bit word (per packet, in index order), then
+// hsa_queue_store_write_index_screlease(first + n) and hsa_signal_store_screlease(doorbell,
+// last id). No read-modify-write at all: the fastest correct form of the protocol.
+class hsa_sp_protocol {
+ public:
+  explicit hsa_sp_protocol(hsa_ring& r) noexcept : r_(r) {}
+
+  void publish(const dispatch_desc& d, std::uint32_t n, std::uint64_t& full) noexcept {
+    amd_queue_t& q = r_.queue;
+    const std::uint32_t size = q.hsa_queue.size;
+    const std::uint64_t first = __atomic_load_n(&q.write_dispatch_id, __ATOMIC_RELAXED);
+    if (first + n - __atomic_load_n(&q.read_dispatch_id, __ATOMIC_ACQUIRE) > size) {
+      ++full;
+      wait_until([&] { return !(first + n - __atomic_load_n(&q.read_dispatch_id, __ATOMIC_ACQUIRE) > size); });
+    }
+    auto* base = static_cast<hsa_kernel_dispatch_packet_t*>(q.hsa_queue.base_address);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      hsa_kernel_dispatch_packet_t* p = base + ((first + i) & (size - 1));
+      p->workgroup_size_x = d.workgroup_x;
+      p->workgroup_size_y = 1;
+      p->workgroup_size_z = 1;
+      p->reserved0 = 0;
+      p->grid_size_x = d.grid_x;
+      p->grid_size_y = 1;
+      p->grid_size_z = 1;
+      p->private_segment_size = 0;
+      p->group_segment_size = 0;
+      p->kernel_object = d.kernel_object;
+      p->kernarg_address = reinterpret_cast<void*>(d.kernarg_address);
+      p->reserved2 = 0;
+      p->completion_signal.handle = d.completion_signal;
+      __atomic_store_n(reinterpret_cast<std::uint32_t*>(p), hsa_dispatch_header | (std::uint32_t{hsa_dispatch_setup} << 16),
+                       __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&q.write_dispatch_id, first + n, __ATOMIC_RELEASE);
     __atomic_store_n(&r_.doorbell, first + n - 1, __ATOMIC_RELEASE);
   }
 

@@ -37,6 +37,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace aqueduct::ring {
@@ -56,8 +57,9 @@ inline constexpr std::uint32_t invalid_header_dword = static_cast<std::uint32_t>
 // Bytes 4..63 of `packet` into the slot with plain stores (one u32, then seven u64). Word by word
 // on purpose: GCC expands a fixed-size memcpy inline WITHOUT ThreadSanitizer instrumentation, so
 // a body written that way is invisible to TSan and a body-after-header bug would go unreported.
-inline void write_body(abi::aql_slot& s, const void* packet) noexcept {
-  const auto* src = static_cast<const unsigned char*>(packet);
+template <class Pk>
+AQUEDUCT_ALWAYS_INLINE void write_body(abi::aql_slot& s, const Pk& packet) noexcept {
+  const auto* src = reinterpret_cast<const unsigned char*>(&packet);
   std::uint32_t w;
   std::memcpy(&w, src + 4, 4);
   std::memcpy(s.bytes + 4, &w, 4);
@@ -67,13 +69,43 @@ inline void write_body(abi::aql_slot& s, const void* packet) noexcept {
     std::memcpy(s.bytes + off, &q, 8);
   }
 }
+// A kernel dispatch field by field, as hsa.h's users fill a slot: when the packet was just built
+// by make_packet, the compiler keeps its fields in registers (or folds them to constants) and
+// stores them straight into the slot — no 64-byte stack packet written and read back
+// (issue 11: that round trip stalled store forwarding).
+AQUEDUCT_ALWAYS_INLINE void write_body(abi::aql_slot& s, const abi::kernel_dispatch_packet& p) noexcept {
+  auto* d = reinterpret_cast<abi::kernel_dispatch_packet*>(s.bytes);
+  d->workgroup_size_x = p.workgroup_size_x;
+  d->workgroup_size_y = p.workgroup_size_y;
+  d->workgroup_size_z = p.workgroup_size_z;
+  d->reserved0 = p.reserved0;
+  d->grid_size_x = p.grid_size_x;
+  d->grid_size_y = p.grid_size_y;
+  d->grid_size_z = p.grid_size_z;
+  d->private_segment_size = p.private_segment_size;
+  d->group_segment_size = p.group_segment_size;
+  d->kernel_object = p.kernel_object;
+  d->kernarg_address = p.kernarg_address;
+  d->reserved2 = p.reserved2;
+  d->completion_signal = p.completion_signal;
+}
+template <class Barrier>
+  requires std::is_same_v<Barrier, abi::barrier_and_packet> || std::is_same_v<Barrier, abi::barrier_or_packet>
+AQUEDUCT_ALWAYS_INLINE void write_body(abi::aql_slot& s, const Barrier& p) noexcept {
+  auto* d = reinterpret_cast<Barrier*>(s.bytes);  // reserved0 is dword 0's upper half: published with the header
+  d->reserved1 = p.reserved1;
+  for (std::size_t i = 0; i < 5; ++i) d->dep_signal[i] = p.dep_signal[i];
+  d->reserved2 = p.reserved2;
+  d->completion_signal = p.completion_signal;
+}
 }  // namespace detail
 
 template <producer P, doorbell Doorbell = doorbell_ref>
 class aql_queue {
  public:
-  // Packets one reservation may hold (their header dwords wait in the reservation until publish).
-  static constexpr std::uint32_t max_batch = 64;
+  // Packets one reservation or batch may hold (and at most the ring's size). Nothing per entry
+  // is held back until publish(), so this is only a sanity bound.
+  static constexpr std::uint32_t max_batch = 1u << 16;
   static constexpr producer producer_model = P;
 
   // If `initialize`, every slot's header is set INVALID, both indexes to 0 and the hsa_queue
@@ -96,92 +128,106 @@ class aql_queue {
       sync::atomic_store(mem.descriptor->write_dispatch_id, 0, std::memory_order_release);
     }
     reserver_ = ring_reserver<P>(mem.descriptor->write_dispatch_id, mem.descriptor->read_dispatch_id, mem.size);
-    published_end_ = sync::atomic_load(mem.descriptor->write_dispatch_id, std::memory_order_relaxed);
   }
   aql_queue(const aql_queue&) = delete;
   aql_queue& operator=(const aql_queue&) = delete;
 
   // ---- reservation ------------------------------------------------------------------------------
+  // Entry 0 of a reservation is its gate: its header dword waits in the reservation until
+  // publish(), so the slot at index(0) stays INVALID and a packet processor — which consumes
+  // strictly in index order and stops at an INVALID header — cannot reach entries 1..n-1 before
+  // publish(). Those entries are therefore written like the HSA sequence writes a slot: body,
+  // then ONE release store of header|setup, at write() time, with nothing held back. publish()
+  // release-stores entry 0's header (which makes the whole reservation visible), then stores the
+  // write index and rings the doorbell. A reservation is four words: nothing to copy when it is
+  // moved out of a result, nothing to zero (issue 11).
   class [[nodiscard]] reservation {
    public:
-    reservation(reservation&& o) noexcept
-        : q_(std::exchange(o.q_, nullptr)), span_(o.span_), written_(o.written_) {
-      // Only the written entries hold values; the rest are deliberately left uninitialized.
-      for (std::uint32_t i = 0; i < span_.count; ++i)
-        if (written_ & (std::uint64_t{1} << i)) headers_[i] = o.headers_[i];
-    }
+    AQUEDUCT_ALWAYS_INLINE reservation(reservation&& o) noexcept
+        : q_(std::exchange(o.q_, nullptr)), begin_(o.begin_), count_(o.count_), gate_(o.gate_), written_(o.written_) {}
     reservation& operator=(reservation&&) = delete;
-    ~reservation() { abandon(); }
+    AQUEDUCT_ALWAYS_INLINE ~reservation() {
+      if (q_) [[unlikely]] abandon_now();
+    }
 
-    [[nodiscard]] std::uint32_t size() const noexcept { return span_.count; }
+    [[nodiscard]] std::uint32_t size() const noexcept { return count_; }
     // The packet index (dispatch id) of entry i.
-    [[nodiscard]] std::uint64_t index(std::uint32_t i = 0) const noexcept { return span_.begin + i; }
+    [[nodiscard]] std::uint64_t index(std::uint32_t i = 0) const noexcept { return begin_ + i; }
 
-    // Write packet i's body (bytes 4..63) now; its header dword is kept for publish().
+    // Write packet i: its body (bytes 4..63) now; its header|setup dword now for i > 0 (gated by
+    // entry 0), at publish() for i == 0.
     template <aql_packet Pk>
-    void write(std::uint32_t i, const Pk& packet) noexcept {
-      AQUEDUCT_ASSERT(q_ && i < span_.count, "reservation: entry out of range");
-      abi::aql_slot& s = q_->slot(span_.begin + i);
+    AQUEDUCT_ALWAYS_INLINE void write(std::uint32_t i, const Pk& packet) noexcept {
+      AQUEDUCT_ASSERT(q_ && i < count_, "reservation: entry out of range");
+      abi::aql_slot& s = q_->slot(begin_ + i);
       AQUEDUCT_ASSERT(abi::header_type(static_cast<std::uint16_t>(
                           sync::atomic_load(detail::header_word(s), std::memory_order_relaxed))) == abi::packet_type::invalid,
-                      "reserved slot still holds a valid packet: the processor did not invalidate it");
-      detail::write_body(s, &packet);
-      headers_[i] = header_dword(packet);
-      written_ |= std::uint64_t{1} << i;
+                      "reserved slot still holds a valid packet: the processor did not invalidate it, or the entry was written twice");
+      detail::write_body(s, packet);
+      if (i == 0) gate_ = header_dword(packet);
+      else sync::atomic_store(detail::header_word(s), header_dword(packet), std::memory_order_release);
+      ++written_;
     }
+    // A kernel dispatch described in place: the same as write(i, make_packet(d)).
+    AQUEDUCT_ALWAYS_INLINE void write(std::uint32_t i, const kernel_dispatch& d) noexcept { write(i, make_packet(d)); }
 
-    // THE publication order of aqueduct's AQL path (requirements 1 and 9), for every packet:
-    //   1. bodies: plain stores, done by write() — all of them, for a batch;
-    //   2. headers: header|setup as ONE u32 release store per packet, in index order, so a
-    //      processor that acquire-loads a valid header sees the whole body (it may consume it
-    //      at once, before any doorbell);
+    // THE publication order of aqueduct's AQL path (requirements 1 and 9):
+    //   1. bodies: plain stores, by write();
+    //   2. headers: header|setup as ONE u32 release store per packet, after its own body —
+    //      entries 1..n-1 at write(), entry 0 (the gate) here, last; a processor that
+    //      acquire-loads a valid header sees the whole body, and it reaches entries 1..n-1 only
+    //      through entry 0, so it sees them all complete;
     //   3. write index (single producer): release store of the new end, never decreasing
     //      (multi-producer: already advanced by the claim's CAS);
-    //   4. doorbell: one release store of the last published index per batch.
-    void publish() noexcept {
+    //   4. doorbell: one release store of the last published index per reservation.
+    AQUEDUCT_ALWAYS_INLINE void publish() noexcept {
       AQUEDUCT_ASSERT(q_, "reservation already published or abandoned");
-      AQUEDUCT_ASSERT(written_ == full_mask(), "publish before every entry was written");
-      for (std::uint32_t i = 0; i < span_.count; ++i)
-        sync::atomic_store(detail::header_word(q_->slot(span_.begin + i)), headers_[i], std::memory_order_release);
-      std::exchange(q_, nullptr)->committed(span_);
+      AQUEDUCT_ASSERT(written_ >= count_, "publish before every entry was written");
+      sync::atomic_store(detail::header_word(q_->slot(begin_)), gate_, std::memory_order_release);
+      std::exchange(q_, nullptr)->committed(ring_span{begin_, count_});
     }
 
     // Give the slots back (rollback if nothing was reserved after them) or fill them with no-op
     // packets and publish those. Called by the destructor of an unpublished reservation.
     void abandon() noexcept {
-      if (!q_) return;
-      if (q_->reserver_.try_rollback(span_)) {
-        q_ = nullptr;
-        return;
-      }
-      const auto nop = nop_packet();
-      for (std::uint32_t i = 0; i < span_.count; ++i) {
-        abi::aql_slot& s = q_->slot(span_.begin + i);
-        detail::write_body(s, &nop);
-        headers_[i] = header_dword(nop);
-      }
-      written_ = full_mask();
-      publish();
+      if (q_) abandon_now();
     }
 
    private:
     friend class aql_queue;
-    reservation(aql_queue* q, ring_span s) noexcept : q_(q), span_(s) {}
-    [[nodiscard]] std::uint64_t full_mask() const noexcept {
-      return span_.count == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << span_.count) - 1;
+    AQUEDUCT_ALWAYS_INLINE reservation(aql_queue* q, ring_span s) noexcept : q_(q), begin_(s.begin), count_(s.count) {}
+
+    AQUEDUCT_NOINLINE void abandon_now() noexcept {
+      // Entries 1..n-1 may already hold valid headers (write() releases them); entry 0 is still
+      // INVALID, so no processor has looked past it. Invalidate them before the slots are given
+      // back or refilled.
+      for (std::uint32_t i = 1; i < count_; ++i)
+        sync::atomic_store(detail::header_word(q_->slot(begin_ + i)), detail::invalid_header_dword, std::memory_order_relaxed);
+      if (q_->reserver_.try_rollback(ring_span{begin_, count_})) {
+        q_ = nullptr;
+        return;
+      }
+      const auto nop = nop_packet();
+      for (std::uint32_t i = 0; i < count_; ++i) {
+        abi::aql_slot& s = q_->slot(begin_ + i);
+        detail::write_body(s, nop);
+        if (i != 0) sync::atomic_store(detail::header_word(s), header_dword(nop), std::memory_order_release);
+      }
+      gate_ = header_dword(nop);
+      written_ = count_;
+      publish();
     }
+
     aql_queue* q_ = nullptr;
-    ring_span span_{};
-    std::uint64_t written_ = 0;
-    // Header dwords of written entries (bit i of written_). Not zero-initialized: clearing 256
-    // bytes on every reservation was ~35% of a single-packet publish (bench/dispatch,
-    // docs/benchmarks.md); publish() reads only entries write() or abandon() filled.
-    std::array<std::uint32_t, max_batch> headers_;
+    std::uint64_t begin_ = 0;
+    std::uint32_t count_ = 0;
+    std::uint32_t gate_ = 0;     // entry 0's header dword, stored by publish()
+    std::uint32_t written_ = 0;  // write() calls (checked by publish() in debug builds)
   };
 
   // Reserve `n` consecutive slots. If the ring is full, wait up to `timeout` for the processor
   // (spin briefly, then sleep with back-off); then errc::queue_full with the queue described.
-  result<reservation> try_reserve(std::uint32_t n, sync::nanoseconds timeout = sync::nanoseconds::zero()) {
+  AQUEDUCT_ALWAYS_INLINE result<reservation> try_reserve(std::uint32_t n, sync::nanoseconds timeout = sync::nanoseconds::zero()) {
     AQUEDUCT_ASSERT(n >= 1 && n <= max_batch && n <= mem_.size, "reservation size out of range");
     ring_span s;
     if (AQUEDUCT_LIKELY(reserver_.try_claim(n, s))) return reservation(this, s);
@@ -191,27 +237,52 @@ class aql_queue {
     return try_reserve(n, timeout).value();
   }
 
-  // One packet: reserve, write, publish, ring. Returns its packet index.
+  // One packet: claim, body, header, write index, doorbell — no reservation object at all.
+  // Returns its packet index.
   template <aql_packet Pk>
-  result<std::uint64_t> try_submit(const Pk& packet, sync::nanoseconds timeout = sync::nanoseconds::zero()) {
-    AQUEDUCT_TRY(auto r, try_reserve(1, timeout));
+  AQUEDUCT_ALWAYS_INLINE result<std::uint64_t> try_submit(const Pk& packet, sync::nanoseconds timeout = sync::nanoseconds::zero()) {
+    ring_span s;
+    if (AQUEDUCT_LIKELY(reserver_.try_claim(1, s))) [[likely]] {
+      put(s.begin, packet);
+      committed(s);
+      return s.begin;
+    }
+    AQUEDUCT_TRY(auto r, wait_and_reserve(1, timeout));
     r.write(0, packet);
     r.publish();
     return r.index(0);
   }
   template <aql_packet Pk>
-  std::uint64_t submit(const Pk& packet, sync::nanoseconds timeout = sync::infinite) {
+  AQUEDUCT_ALWAYS_INLINE std::uint64_t submit(const Pk& packet, sync::nanoseconds timeout = sync::infinite) {
+    ring_span s;
+    if (AQUEDUCT_LIKELY(reserver_.try_claim(1, s))) [[likely]] {
+      put(s.begin, packet);
+      committed(s);
+      return s.begin;
+    }
     return try_submit(packet, timeout).value();
   }
 
-  // A batch (<= max_batch packets): every body, then every header in order, one doorbell.
-  // Returns the index of the first packet.
+  // A batch (<= max_batch packets): bodies and headers of entries 1..n-1, entry 0's header last,
+  // one doorbell. Returns the index of the first packet.
   template <aql_packet Pk>
-  result<std::uint64_t> try_submit_batch(std::span<const Pk> packets, sync::nanoseconds timeout = sync::nanoseconds::zero()) {
-    AQUEDUCT_TRY(auto r, try_reserve(static_cast<std::uint32_t>(packets.size()), timeout));
-    for (std::uint32_t i = 0; i < packets.size(); ++i) r.write(i, packets[i]);
+  AQUEDUCT_ALWAYS_INLINE result<std::uint64_t> try_submit_batch(std::span<const Pk> packets,
+                                                                sync::nanoseconds timeout = sync::nanoseconds::zero()) {
+    const auto n = static_cast<std::uint32_t>(packets.size());
+    AQUEDUCT_ASSERT(n >= 1 && n <= max_batch && n <= mem_.size, "batch size out of range");
+    ring_span s;
+    if (AQUEDUCT_LIKELY(reserver_.try_claim(n, s))) [[likely]] {
+      put_batch(s, packets);
+      return s.begin;
+    }
+    AQUEDUCT_TRY(auto r, wait_and_reserve(n, timeout));
+    for (std::uint32_t i = 0; i < n; ++i) r.write(i, packets[i]);
     r.publish();
     return r.index(0);
+  }
+  template <aql_packet Pk>
+  AQUEDUCT_ALWAYS_INLINE std::uint64_t submit_batch(std::span<const Pk> packets, sync::nanoseconds timeout = sync::infinite) {
+    return try_submit_batch(packets, timeout).value();
   }
 
   // ---- state and diagnostics -------------------------------------------------------------------
@@ -251,27 +322,47 @@ class aql_queue {
   [[nodiscard]] sync::diagnostics diagnostics() const noexcept { return sync::diagnostics(*this); }
 
  private:
-  [[nodiscard]] abi::aql_slot& slot(std::uint64_t index) const noexcept { return mem_.ring[index & (mem_.size - 1)]; }
+  [[nodiscard]] AQUEDUCT_ALWAYS_INLINE abi::aql_slot& slot(std::uint64_t index) const noexcept { return mem_.ring[index & (mem_.size - 1)]; }
+
+  // One packet into slot `index`: body, then header|setup with one release store.
+  template <aql_packet Pk>
+  AQUEDUCT_ALWAYS_INLINE void put(std::uint64_t index, const Pk& packet) noexcept {
+    abi::aql_slot& s = slot(index);
+    detail::write_body(s, packet);
+    sync::atomic_store(detail::header_word(s), header_dword(packet), std::memory_order_release);
+  }
+  // A claimed span from `packets`: entries 1..n-1 complete, then entry 0 (the gate), then
+  // write index and doorbell (see reservation).
+  template <aql_packet Pk>
+  AQUEDUCT_ALWAYS_INLINE void put_batch(ring_span s, std::span<const Pk> packets) noexcept {
+    detail::write_body(slot(s.begin), packets[0]);
+    for (std::uint32_t i = 1; i < s.count; ++i) put(s.begin + i, packets[i]);
+    sync::atomic_store(detail::header_word(slot(s.begin)), header_dword(packets[0]), std::memory_order_release);
+    committed(s);
+  }
 
   // Steps 3 and 4 of reservation::publish.
-  void committed(ring_span s) noexcept {
-    reserver_.commit(s);
+  AQUEDUCT_ALWAYS_INLINE void committed(ring_span s) noexcept {
+    const std::uint64_t end = reserver_.commit(s);
     if constexpr (P == producer::single) {
-      if (s.end() > published_end_) published_end_ = s.end();
-      doorbell_.ring(published_end_ - 1);
+      doorbell_.ring(end - 1);
     } else {
-      // published_end_ is the highest published index + 1, changed only by RMWs, so each one
-      // synchronizes with the next. Raise it, ring, then re-read it with an RMW: if it grew, the
-      // producer that raised it may have rung before our (lower) store landed — ring again.
-      // Whoever performed the last raise rings after every store that preceded its raise, so
-      // the final doorbell value is the highest published index.
-      std::uint64_t v = sync::atomic_fetch_max(published_end_, s.end(), std::memory_order_acq_rel);
-      v = v > s.end() ? v : s.end();
+      // Ring our own last index; then, after a full fence, look at the write index (the end of
+      // every claim so far): if a producer claimed after us, ring its end too, and again while it
+      // grows. The fence puts our doorbell store before that load, so a producer whose claim we
+      // did not see claimed after our store was visible and rings after it: the doorbell always
+      // ends at the highest claimed index, i.e. the highest published one once every claim is
+      // published. A value may name a claimed packet not yet published; the processor waits at
+      // its INVALID header, exactly as in the HSA multi-producer protocol where any producer
+      // rings past another's unfinished packet. One fence instead of the former two
+      // read-modify-writes of a shared "published end" (issue 11).
+      std::uint64_t v = s.end();
       for (;;) {
         doorbell_.ring(v - 1);
-        const std::uint64_t now = sync::atomic_fetch_add(published_end_, std::uint64_t{0}, std::memory_order_acq_rel);
-        if (now <= v) break;
-        v = now;
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        const std::uint64_t w = reserver_.write_index(std::memory_order_relaxed);
+        if (w <= v) break;
+        v = w;
       }
     }
   }
@@ -304,8 +395,6 @@ class aql_queue {
   aql_queue_memory mem_;
   Doorbell doorbell_;
   ring_reserver<P> reserver_;
-  // single: highest published end (private). multi: shared, accessed with atomic_ref.
-  alignas(64) std::uint64_t published_end_ = 0;
 };
 
 template <class Doorbell = doorbell_ref>

@@ -52,15 +52,15 @@ class ring_reserver {
   }
 
   [[nodiscard]] std::uint32_t slots() const noexcept { return slots_; }
-  [[nodiscard]] std::uint64_t read_index(std::memory_order o = std::memory_order_acquire) const noexcept {
+  [[nodiscard]] AQUEDUCT_ALWAYS_INLINE std::uint64_t read_index(std::memory_order o = std::memory_order_acquire) const noexcept {
     return sync::atomic_load(*read_, o);
   }
-  [[nodiscard]] std::uint64_t write_index(std::memory_order o = std::memory_order_acquire) const noexcept {
+  [[nodiscard]] AQUEDUCT_ALWAYS_INLINE std::uint64_t write_index(std::memory_order o = std::memory_order_acquire) const noexcept {
     return sync::atomic_load(*write_, o);
   }
 
   // Claim `n` slots if they are free now. Never blocks.
-  bool try_claim(std::uint32_t n, ring_span& out) noexcept {
+  AQUEDUCT_ALWAYS_INLINE bool try_claim(std::uint32_t n, ring_span& out) noexcept {
     AQUEDUCT_ASSERT(n >= 1 && n <= slots_, "reservation larger than the ring");
     if constexpr (P == producer::single) {
       if (cursor_ + n - cached_read_ > slots_) {
@@ -106,12 +106,14 @@ class ring_reserver {
 
   // After the span's headers are published. Single: store the write index (release; it never
   // decreases, even when spans are committed out of order). Multi: nothing to store.
-  void commit(ring_span s) noexcept {
+  // Returns the published end (single) or the span's end (multi).
+  AQUEDUCT_ALWAYS_INLINE std::uint64_t commit(ring_span s) noexcept {
     if constexpr (P == producer::single) {
-      published_ = std::max(published_, s.end());
+      if (s.end() > published_) published_ = s.end();
       sync::atomic_store(*write_, published_, std::memory_order_release);
+      return published_;
     } else {
-      (void)s;
+      return s.end();
     }
   }
 
