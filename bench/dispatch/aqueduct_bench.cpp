@@ -203,7 +203,8 @@ void register_publish() {
   using S = bench::style;
   add_publish_batches<bench::aqueduct_case<P::single, S::value>>("sp_value");
   add_publish_batches<bench::aqueduct_case<P::single, S::if_ok>>("sp_if");
-  add_publish_batches<bench::aqueduct_case<P::single, S::submit>>("sp_submit");
+  add_publish<bench::aqueduct_case<P::single, S::submit>, 1>("sp_submit");
+  add_publish_batches<bench::aqueduct_case<P::single, S::submit_batch>>("sp_submit_batch");
   add_publish_batches<bench::aqueduct_case<P::single, S::prebuilt>>("sp_prebuilt");
   add_publish_batches<bench::aqueduct_case<P::multi, S::if_ok>>("mp_if");
   add_publish_batches<bench::aqueduct_case<P::multi, S::value>>("mp_value");
@@ -447,8 +448,9 @@ void ratio_verdict(const std::string& target, const std::string& a, const std::s
 
 void compute_verdicts(const std::map<std::string, double>& instr) {
   for (const char* b : {"1", "8", "64", "512"}) {
-    for (const char* s : {"sp_value", "sp_if", "sp_submit", "sp_prebuilt"})
-      ratio_verdict(std::string("SP publish ") + s + " batch " + b + " <= 1.0x HSA SP in place",
+    for (const char* s : {"sp_value", "sp_if", "sp_submit", "sp_submit_batch", "sp_prebuilt"})
+      if (std::strcmp(s, "sp_submit") != 0 || std::strcmp(b, "1") == 0)
+        ratio_verdict(std::string("SP publish ") + s + " batch " + b + " <= 1.0x HSA SP in place",
                     std::string("publish/") + s + "/batch:" + b, std::string("publish/peer_hsa_sp/batch:") + b, 1.0);
     for (const char* s : {"mp_if", "mp_value"})
       ratio_verdict(std::string("MP publish ") + s + " batch " + b + " (1 thread) <= 1.1x HSA MP",

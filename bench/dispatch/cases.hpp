@@ -5,7 +5,8 @@
 // aqueduct, in the styles a user writes (issue 11):
 //   sp_value     auto r = q.try_reserve(n).value(); r.write(i, make_packet(k))...; r.publish();
 //   sp_if        if (auto r = q.try_reserve(n)) { r->write(i, make_packet(k))...; r->publish(); }
-//   sp_submit    n == 1: q.submit(make_packet(k)); n > 1: the packets built into an array, then
+//   sp_submit    q.submit(make_packet(k)), one packet per call (run at batch 1 only)
+//   sp_submit_batch  the packets built into an array (batch[i] = make_packet(k)), then
 //                q.submit_batch(span)
 //   sp_prebuilt  packets built once (what graph replay does), q.try_submit / q.try_submit_batch
 //   mp_if, mp_value  the same as sp_if / sp_value on the multi-producer queue
@@ -40,7 +41,7 @@ namespace bench {
 inline constexpr std::uint32_t ring_slots = 4096;  // a power of two >= the largest batch (512) x 2
 inline constexpr std::uint32_t largest_batch = 512;
 
-enum class style { value, if_ok, submit, prebuilt };
+enum class style { value, if_ok, submit, submit_batch, prebuilt };
 
 inline aqueduct::queue::kernel_dispatch descriptor_of(const dispatch_desc& d) noexcept {
   return {.kernel_object = aqueduct::gpu_va(d.kernel_object),
@@ -80,7 +81,7 @@ struct aqueduct_case {
   }
 
   // The measured part: written the way a user writes it.
-  void publish_with_room(const dispatch_desc& d, std::uint32_t n) {
+  AQUEDUCT_ALWAYS_INLINE void publish_with_room(const dispatch_desc& d, std::uint32_t n) {
     namespace q = aqueduct::queue;
     const q::kernel_dispatch k = descriptor_of(d);
     if constexpr (S == style::value) {
@@ -92,14 +93,12 @@ struct aqueduct_case {
         for (std::uint32_t i = 0; i < n; ++i) r->write(i, q::make_packet(k));
         r->publish();
       }
-    } else if constexpr (S == style::submit) {
-      if (n == 1) {
-        queue->submit(q::make_packet(k));
-      } else {
-        std::array<packet, largest_batch> batch;
-        for (std::uint32_t i = 0; i < n; ++i) batch[i] = q::make_packet(k);
-        queue->submit_batch(std::span<const packet>(batch.data(), n));
-      }
+    } else if constexpr (S == style::submit) {  // one packet per call, each rings the doorbell
+      for (std::uint32_t i = 0; i < n; ++i) queue->submit(q::make_packet(k));
+    } else if constexpr (S == style::submit_batch) {
+      std::array<packet, largest_batch> batch;
+      for (std::uint32_t i = 0; i < n; ++i) batch[i] = q::make_packet(k);
+      queue->submit_batch(std::span<const packet>(batch.data(), n));
     } else {
       if (n == 1) (void)queue->try_submit(prebuilt[0]);
       else (void)queue->try_submit_batch(std::span<const packet>(prebuilt.data(), n));
@@ -121,7 +120,7 @@ struct peer_case {
   }
   void retire_all() { retire_inline(ring.storage.bytes, ring_slots, read_index_word(), published_end()); }
   void publish(const dispatch_desc& d, std::uint32_t n, std::uint64_t& full) { peer.publish(d, n, full); }
-  void publish_with_room(const dispatch_desc& d, std::uint32_t n) {
+  AQUEDUCT_ALWAYS_INLINE void publish_with_room(const dispatch_desc& d, std::uint32_t n) {
     std::uint64_t full = 0;
     peer.publish(d, n, full);
   }

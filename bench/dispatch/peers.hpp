@@ -67,7 +67,7 @@ class hsa_protocol {
 
   // `n` packets (a batch rings the doorbell once, with the last packet id). `full` counts the
   // times the ring had no room and the producer had to wait for the consumer.
-  void publish(const dispatch_desc& d, std::uint32_t n, std::uint64_t& full) noexcept {
+  AQUEDUCT_ALWAYS_INLINE void publish(const dispatch_desc& d, std::uint32_t n, std::uint64_t& full) noexcept {
     amd_queue_t& q = r_.queue;
     const std::uint32_t size = q.hsa_queue.size;
     // hsa_queue_add_write_index_relaxed(queue, n), as in the PRM's example (one locked xadd on
@@ -117,7 +117,7 @@ class hsa_sp_protocol {
  public:
   explicit hsa_sp_protocol(hsa_ring& r) noexcept : r_(r) {}
 
-  void publish(const dispatch_desc& d, std::uint32_t n, std::uint64_t& full) noexcept {
+  AQUEDUCT_ALWAYS_INLINE void publish(const dispatch_desc& d, std::uint32_t n, std::uint64_t& full) noexcept {
     amd_queue_t& q = r_.queue;
     const std::uint32_t size = q.hsa_queue.size;
     const std::uint64_t first = __atomic_load_n(&q.write_dispatch_id, __ATOMIC_RELAXED);
@@ -197,7 +197,7 @@ class naive_memcpy {
  public:
   explicit naive_memcpy(hsa_ring& r) noexcept : r_(r) {}
 
-  void publish(const dispatch_desc& d, std::uint32_t n, std::uint64_t& full) noexcept {
+  AQUEDUCT_ALWAYS_INLINE void publish(const dispatch_desc& d, std::uint32_t n, std::uint64_t& full) noexcept {
     amd_queue_t& q = r_.queue;
     const std::uint32_t size = q.hsa_queue.size;
     const std::uint64_t first = write_;

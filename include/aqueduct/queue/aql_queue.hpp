@@ -146,8 +146,10 @@ class aql_queue {
     AQUEDUCT_ALWAYS_INLINE reservation(reservation&& o) noexcept
         : q_(std::exchange(o.q_, nullptr)), begin_(o.begin_), count_(o.count_), gate_(o.gate_), written_(o.written_) {}
     reservation& operator=(reservation&&) = delete;
+    // (The cold paths take the reservation's values, not `this`: an object whose address never
+    // escapes stays in registers once inlined.)
     AQUEDUCT_ALWAYS_INLINE ~reservation() {
-      if (q_) [[unlikely]] abandon_now();
+      if (q_) [[unlikely]] aql_queue::abandon(q_, ring_span{begin_, count_});
     }
 
     [[nodiscard]] std::uint32_t size() const noexcept { return count_; }
@@ -190,33 +192,12 @@ class aql_queue {
     // Give the slots back (rollback if nothing was reserved after them) or fill them with no-op
     // packets and publish those. Called by the destructor of an unpublished reservation.
     void abandon() noexcept {
-      if (q_) abandon_now();
+      if (q_) aql_queue::abandon(std::exchange(q_, nullptr), ring_span{begin_, count_});
     }
 
    private:
     friend class aql_queue;
     AQUEDUCT_ALWAYS_INLINE reservation(aql_queue* q, ring_span s) noexcept : q_(q), begin_(s.begin), count_(s.count) {}
-
-    AQUEDUCT_NOINLINE void abandon_now() noexcept {
-      // Entries 1..n-1 may already hold valid headers (write() releases them); entry 0 is still
-      // INVALID, so no processor has looked past it. Invalidate them before the slots are given
-      // back or refilled.
-      for (std::uint32_t i = 1; i < count_; ++i)
-        sync::atomic_store(detail::header_word(q_->slot(begin_ + i)), detail::invalid_header_dword, std::memory_order_relaxed);
-      if (q_->reserver_.try_rollback(ring_span{begin_, count_})) {
-        q_ = nullptr;
-        return;
-      }
-      const auto nop = nop_packet();
-      for (std::uint32_t i = 0; i < count_; ++i) {
-        abi::aql_slot& s = q_->slot(begin_ + i);
-        detail::write_body(s, nop);
-        if (i != 0) sync::atomic_store(detail::header_word(s), header_dword(nop), std::memory_order_release);
-      }
-      gate_ = header_dword(nop);
-      written_ = count_;
-      publish();
-    }
 
     aql_queue* q_ = nullptr;
     std::uint64_t begin_ = 0;
@@ -231,7 +212,9 @@ class aql_queue {
     AQUEDUCT_ASSERT(n >= 1 && n <= max_batch && n <= mem_.size, "reservation size out of range");
     ring_span s;
     if (AQUEDUCT_LIKELY(reserver_.try_claim(n, s))) return reservation(this, s);
-    return wait_and_reserve(n, timeout);
+    auto w = wait_and_claim(n, timeout);
+    if (!w) return std::move(w).get_failure();
+    return reservation(this, *w);
   }
   reservation reserve(std::uint32_t n, sync::nanoseconds timeout = sync::infinite) {
     return try_reserve(n, timeout).value();
@@ -247,10 +230,10 @@ class aql_queue {
       committed(s);
       return s.begin;
     }
-    AQUEDUCT_TRY(auto r, wait_and_reserve(1, timeout));
-    r.write(0, packet);
-    r.publish();
-    return r.index(0);
+    AQUEDUCT_TRY(s, wait_and_claim(1, timeout));
+    put(s.begin, packet);
+    committed(s);
+    return s.begin;
   }
   template <aql_packet Pk>
   AQUEDUCT_ALWAYS_INLINE std::uint64_t submit(const Pk& packet, sync::nanoseconds timeout = sync::infinite) {
@@ -275,10 +258,9 @@ class aql_queue {
       put_batch(s, packets);
       return s.begin;
     }
-    AQUEDUCT_TRY(auto r, wait_and_reserve(n, timeout));
-    for (std::uint32_t i = 0; i < n; ++i) r.write(i, packets[i]);
-    r.publish();
-    return r.index(0);
+    AQUEDUCT_TRY(s, wait_and_claim(n, timeout));
+    put_batch(s, packets);
+    return s.begin;
   }
   template <aql_packet Pk>
   AQUEDUCT_ALWAYS_INLINE std::uint64_t submit_batch(std::span<const Pk> packets, sync::nanoseconds timeout = sync::infinite) {
@@ -324,6 +306,20 @@ class aql_queue {
  private:
   [[nodiscard]] AQUEDUCT_ALWAYS_INLINE abi::aql_slot& slot(std::uint64_t index) const noexcept { return mem_.ring[index & (mem_.size - 1)]; }
 
+  // An abandoned reservation's span: given back (rollback) if nothing was reserved after it, else
+  // filled with no-op packets and published. Entries 1..n-1 may already hold valid headers
+  // (reservation::write releases them); entry 0 is still INVALID, so no processor has looked
+  // past it: invalidate them first.
+  AQUEDUCT_NOINLINE static void abandon(aql_queue* q, ring_span s) noexcept {
+    for (std::uint32_t i = 1; i < s.count; ++i)
+      sync::atomic_store(detail::header_word(q->slot(s.begin + i)), detail::invalid_header_dword, std::memory_order_relaxed);
+    if (q->reserver_.try_rollback(s)) return;
+    const auto nop = nop_packet();
+    for (std::uint32_t i = 1; i < s.count; ++i) q->put(s.begin + i, nop);
+    q->put(s.begin, nop);
+    q->committed(s);
+  }
+
   // One packet into slot `index`: body, then header|setup with one release store.
   template <aql_packet Pk>
   AQUEDUCT_ALWAYS_INLINE void put(std::uint64_t index, const Pk& packet) noexcept {
@@ -367,17 +363,18 @@ class aql_queue {
     }
   }
 
-  AQUEDUCT_NOINLINE result<reservation> wait_and_reserve(std::uint32_t n, sync::nanoseconds timeout) {
+  AQUEDUCT_NOINLINE result<ring_span> wait_and_claim(std::uint32_t n, sync::nanoseconds timeout) {
     ring_span s;
+    if (reserver_.try_claim(n, s)) return s;
     if (timeout > sync::nanoseconds::zero()) {
       const auto start = sync::clock::now();
       const auto deadline = sync::deadline_after(timeout);
       sync::backoff bo;
       while (sync::clock::now() < deadline) {
         bo.pause();
-        if (reserver_.try_claim(n, s)) return reservation(this, s);
+        if (reserver_.try_claim(n, s)) return s;
       }
-      if (reserver_.try_claim(n, s)) return reservation(this, s);
+      if (reserver_.try_claim(n, s)) return s;
       return full(n, sync::clock::now() - start);
     }
     return full(n, sync::nanoseconds::zero());

@@ -109,9 +109,10 @@ class ring_reserver {
   // Returns the published end (single) or the span's end (multi).
   AQUEDUCT_ALWAYS_INLINE std::uint64_t commit(ring_span s) noexcept {
     if constexpr (P == producer::single) {
-      if (s.end() > published_) published_ = s.end();
-      sync::atomic_store(*write_, published_, std::memory_order_release);
-      return published_;
+      const std::uint64_t end = s.end() > published_ ? s.end() : published_;
+      published_ = end;
+      sync::atomic_store(*write_, end, std::memory_order_release);
+      return end;
     } else {
       return s.end();
     }
