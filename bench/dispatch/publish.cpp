@@ -12,6 +12,7 @@
 // thread retires the whole ring itself with the timer paused. No cross-core traffic and little
 // dependence on scheduling: the steadiest measure of the protocols' own instruction cost.
 #include "bench_dispatch.hpp"
+#include "cases.hpp"
 #include "consumer.hpp"
 #include "peers.hpp"
 
@@ -122,6 +123,19 @@ struct peer_fixture {
   void publish(const bench::dispatch_desc& d, std::uint32_t n, std::uint64_t& full) { peer.publish(d, n, full); }
 };
 
+// The issue-11 cases of cases.hpp (every publish style, the in-place HSA sequences) with the
+// consumer and counters this file's benchmarks expect.
+template <class C>
+struct case_fixture : C {
+  case_fixture() {
+    consumer = std::make_unique<bench::consumer>(this->ring_bytes(), bench::ring_slots, this->read_index_word());
+  }
+  std::unique_ptr<bench::consumer> consumer;
+  std::uint64_t in_flight() {
+    return this->published_end() - __atomic_load_n(this->read_index_word(), __ATOMIC_ACQUIRE);
+  }
+};
+
 // One fixture per variant and run: Setup (before the benchmark's threads start) builds it and
 // starts its consumer thread; Teardown drains and joins. Isolated: no consumer thread.
 template <class F>
@@ -149,7 +163,7 @@ void bm_publish(benchmark::State& state) {
   for (auto _ : state) {
     f.publish(d, n, full);
     if constexpr (!Consumer) {
-      if (f.in_flight() + n > ring_slots) [[unlikely]] {  // retire everything, not timed
+      if (f.in_flight() + n > ring_slots) [[unlikely]] {  // retire everything, not timed (<= either ring)
         state.PauseTiming();
         f.retire_all();
         state.ResumeTiming();
@@ -171,13 +185,14 @@ void bm_publish(benchmark::State& state) {
 }
 
 template <class F>
-void add(const char* name, std::initializer_list<int> threads) {
+void add(const char* name, std::initializer_list<int> threads, bool big_batch = false) {
   for (int t : threads) {
     auto* b = benchmark::RegisterBenchmark((std::string("publish/") + name).c_str(), bm_publish<F, true>);
     b->ArgName("batch")->Arg(1)->Arg(8)->Arg(64)->Setup(setup<F, true>)->Teardown(teardown<F, true>)->Threads(t);
   }
   auto* b = benchmark::RegisterBenchmark((std::string("publish_isolated/") + name).c_str(), bm_publish<F, false>);
   b->ArgName("batch")->Arg(1)->Arg(8)->Arg(64)->Setup(setup<F, false>)->Teardown(teardown<F, false>)->Threads(1);
+  if (big_batch) b->Arg(512);
 }
 
 }  // namespace
@@ -191,6 +206,13 @@ void register_publish_benchmarks() {
   add<peer_fixture<hsa_protocol>>("peer_hsa_protocol", {1, 2});
   add<peer_fixture<mutex_ring>>("peer_mutex_ring", {1, 2});
   add<peer_fixture<naive_memcpy>>("peer_naive_memcpy_INCORRECT", {1});
+  // Issue 11: every publish style against the in-place HSA sequences (cases.hpp).
+  using S = bench::style;
+  add<case_fixture<bench::aqueduct_case<q::producer::single, S::value>>>("aqueduct_sp_value", {1}, true);
+  add<case_fixture<bench::aqueduct_case<q::producer::single, S::if_ok>>>("aqueduct_sp_if", {1}, true);
+  add<case_fixture<bench::aqueduct_case<q::producer::single, S::submit_batch>>>("aqueduct_sp_submit_batch", {1}, true);
+  add<case_fixture<bench::aqueduct_case<q::producer::multi, S::if_ok>>>("aqueduct_mp_if", {1}, true);
+  add<case_fixture<bench::peer_case<hsa_sp_protocol>>>("peer_hsa_sp_in_place", {1}, true);
 }
 
 }  // namespace bench

@@ -264,3 +264,84 @@ TEST_CASE("a signal wait that times out describes the stalled queue") {
   CHECK(d.find("packet 0 (slot 0): BARRIER_AND") != std::string::npos);
   MESSAGE(d);
 }
+
+// Issue 11: a reservation holds back only entry 0's header; entries 1..n-1 are released as they
+// are written. The processor consumes in index order and stops at an INVALID header (HSA), so
+// nothing of the reservation may be consumed before publish().
+TEST_CASE("entries 1..n-1 are released at write(), but nothing is consumed before entry 0 is published") {
+  for (bool multi : {false, true}) {
+    CAPTURE(multi);
+    queue_memory m(16);
+    fake_processor proc(m.desc, m.ring, 16);
+    auto run = [&](auto& queue) {
+      proc.start();
+      auto r = queue.reserve(4);
+      for (std::uint32_t i = 0; i < 4; ++i) r.write(i, dispatch(0, i));
+      CHECK(header_word(m.ring[0]) == 1);  // the gate: still INVALID
+      for (std::uint32_t i = 1; i < 4; ++i) CHECK((header_word(m.ring[i]) & 0xff) == 2);  // KERNEL_DISPATCH
+      std::this_thread::sleep_for(20ms);
+      CHECK(proc.consumed() == 0);
+      r.publish();
+      CHECK(proc.wait_consumed(4));
+      CHECK(m.doorbell == 3);
+      proc.stop();
+      CHECK(proc.dispatches(0) == 4);
+      CHECK(proc.errors() == 0);
+    };
+    if (multi) {
+      q::aql_queue_mp<> queue(m.mem(), q::doorbell_ref(&m.doorbell));
+      run(queue);
+    } else {
+      q::aql_queue_sp<> queue(m.mem(), q::doorbell_ref(&m.doorbell));
+      run(queue);
+    }
+  }
+}
+
+TEST_CASE("a written, abandoned reservation leaves no valid header behind (rollback) or only no-ops") {
+  queue_memory m(8);
+  q::aql_queue_sp<> queue(m.mem(), q::doorbell_ref(&m.doorbell));
+  {
+    auto r = queue.reserve(3);
+    for (std::uint32_t i = 0; i < 3; ++i) r.write(i, dispatch(0, i));
+  }  // rolled back: entries 1 and 2 had valid headers, they must be INVALID again
+  CHECK(m.desc.write_dispatch_id == 0);
+  for (std::uint32_t i = 0; i < 3; ++i) CHECK(header_word(m.ring[i]) == 1);
+  {
+    auto a = queue.reserve(3);
+    for (std::uint32_t i = 0; i < 3; ++i) a.write(i, dispatch(0, i));
+    auto b = queue.reserve(1);
+    b.write(0, dispatch(0, 0));
+    b.publish();
+  }  // a cannot roll back: its three slots become no-ops, its written dispatches never run
+  CHECK(m.desc.write_dispatch_id == 4);
+  CHECK(m.doorbell == 3);
+  for (std::uint32_t i = 0; i < 3; ++i) CHECK(header_word(m.ring[i]) == 3);  // BARRIER_AND, no fences
+  fake_processor proc(m.desc, m.ring, 8);
+  proc.start();
+  CHECK(proc.wait_consumed(4));
+  proc.stop();
+  CHECK(proc.nops() == 3);
+  CHECK(proc.dispatches(0) == 1);
+  CHECK(proc.errors() == 0);
+}
+
+TEST_CASE("multi producer: the doorbell ends at the highest claimed index even when the earlier claim publishes last") {
+  queue_memory m(16);
+  q::aql_queue_mp<> queue(m.mem(), q::doorbell_ref(&m.doorbell));
+  auto a = queue.reserve(2);  // 0..1
+  auto b = queue.reserve(3);  // 2..4
+  auto c = queue.reserve(1);  // 5
+  c.write(0, dispatch(0, 0));
+  c.publish();
+  CHECK(m.doorbell == 5);
+  b.write(0, dispatch(0, 1));
+  b.write(1, dispatch(0, 2));
+  b.write(2, dispatch(0, 3));
+  b.publish();  // rings 4, then sees the write index at 6 and rings 5 again
+  CHECK(m.doorbell == 5);
+  a.write(0, dispatch(0, 4));
+  a.write(1, dispatch(0, 5));
+  a.publish();
+  CHECK(m.doorbell == 5);
+}

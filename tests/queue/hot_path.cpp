@@ -10,11 +10,13 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <span>
 #include <vector>
 
 #if AQUEDUCT_LINUX
@@ -84,11 +86,34 @@ void exercise(memory& m, aqueduct::sync::signal_pool& pool) {
       for (std::uint32_t k = 0; k < 8; ++k) r.write(k, q::make_packet(q::barrier_and{.scopes = q::fences::agent()}));
       r.publish();
     }
+    // Every other publish style a user writes (issue 11), 20 publications each.
+    const q::kernel_dispatch k{.kernel_object = gpu_va(0x1000), .kernarg_address = gpu_va(0x2000), .grid = {64, 1, 1},
+                               .workgroup = {64, 1, 1}, .segments = {}};
+    const auto prebuilt = q::make_packet(k);
+    std::array<abi::kernel_dispatch_packet, 4> batch;
+    for (int i = 0; i < 20; ++i) {
+      {
+        auto r = queue.try_reserve(2).value();  // moved out of the result
+        r.write(0, q::make_packet(k));
+        r.write(1, k);  // described in place
+        r.publish();
+      }
+      if (auto r = queue.try_reserve(1)) {
+        r->write(0, q::make_packet(k));
+        r->publish();
+      }
+      (void)queue.try_submit(prebuilt).value();
+      for (auto& p : batch) p = q::make_packet(k);
+      queue.submit_batch(std::span<const abi::kernel_dispatch_packet>(batch));
+      (void)queue.try_submit_batch(std::span<const abi::kernel_dispatch_packet>(batch)).value();
+    }
     auto r = queue.try_reserve(3);  // abandoned: rolled back, still no allocation
+    r->write(0, prebuilt);
+    r->write(1, prebuilt);
     CHECK(allocations.load() == 0);
   }
-  CHECK(m.rings == 500 + 10);  // one doorbell per submission and per batch, nothing else
-  CHECK(m.doorbell == 500 + 80 - 1);
+  CHECK(m.rings == 500 + 10 + 20 * 5);  // one doorbell per submission and per batch, nothing else
+  CHECK(m.doorbell == 500 + 80 + 20 * (2 + 1 + 1 + 4 + 4) - 1);
 }
 
 }  // namespace
@@ -114,7 +139,7 @@ TEST_CASE("single-producer hot path: no allocation, one doorbell per submission"
   std::vector<abi::amd_signal> sigs(4);
   aqueduct::sync::signal_pool pool(sigs);
   exercise<q::producer::single>(m, pool);
-  CHECK(m.desc.write_dispatch_id == 580);
+  CHECK(m.desc.write_dispatch_id == 580 + 240);
 }
 
 TEST_CASE("multi-producer hot path: no allocation, one doorbell per submission") {
@@ -122,7 +147,7 @@ TEST_CASE("multi-producer hot path: no allocation, one doorbell per submission")
   std::vector<abi::amd_signal> sigs(4);
   aqueduct::sync::signal_pool pool(sigs);
   exercise<q::producer::multi>(m, pool);
-  CHECK(m.desc.write_dispatch_id == 580);
+  CHECK(m.desc.write_dispatch_id == 580 + 240);
 }
 
 #if AQUEDUCT_LINUX && !AQUEDUCT_TSAN && !AQUEDUCT_ASAN
@@ -176,7 +201,22 @@ TEST_CASE("hot path under seccomp strict mode: no system call at all") {
     if (!r) return 12;
     for (std::uint32_t k = 0; k < 8; ++k) r->write(k, q::nop_packet());
     r->publish();
-    return (sm.rings == 300 && mm.rings == 301) ? 0 : 13;
+    // The other publish styles (issue 11), on both queues.
+    const auto p = q::make_packet(q::kernel_dispatch{.kernel_object = gpu_va(0x1000), .kernarg_address = gpu_va(0x2000),
+                                                     .grid = {64, 1, 1}, .workgroup = {64, 1, 1}, .segments = {}});
+    std::array<abi::kernel_dispatch_packet, 4> batch;
+    batch.fill(p);
+    auto styles = [&](auto& queue) {
+      auto v = queue.try_reserve(2).value();
+      v.write(0, p);
+      v.write(1, p);
+      v.publish();
+      queue.submit(p);
+      queue.submit_batch(std::span<const abi::kernel_dispatch_packet>(batch));
+      return queue.try_submit_batch(std::span<const abi::kernel_dispatch_packet>(batch)).has_value();
+    };
+    if (!styles(sq) || !styles(mq)) return 14;
+    return (sm.rings == 300 + 4 && mm.rings == 301 + 4) ? 0 : 13;
   });
   CHECK(rc == 0);  // 1009 would mean SIGKILL: a system call was made
 }

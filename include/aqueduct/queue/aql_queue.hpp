@@ -3,19 +3,21 @@
 //
 // Layer: queue. Memory comes from the caller (kfd/ for a real queue, the emulator for an emulated
 // one, a test for a fake): this type only reserves, writes and publishes. A submission is
-// reserve → write bodies → publish (the ONE place that orders stores: `reservation::publish`) →
-// ring the doorbell once. A full ring is detected before writing (requirement 3): reservation
-// waits for the packet processor's read index, or fails with errc::queue_full and a decoded
-// description of the stalled queue. Abandoned reservations are rolled back when nothing was
-// reserved after them, else turned into no-op packets (queue/aql_packets.hpp `nop_packet`).
+// reserve → write (body, then header|setup, per packet; entry 0's header held back) → publish
+// (entry 0's header, write index, doorbell) — see `reservation`. A full ring is detected before
+// writing (requirement 3): reservation waits for the packet processor's read index, or fails with
+// errc::queue_full and a decoded description of the stalled queue. Abandoned reservations are
+// rolled back when nothing was reserved after them, else turned into no-op packets
+// (queue/aql_packets.hpp `nop_packet`).
 // Multi-producer protocol (docs/queues.md):
 //   claim: CAS on amd_queue::write_dispatch_id, bounded by read_dispatch_id (queue/ring.hpp);
-//   publish: each producer release-stores its own headers, in order, whenever it is done — a
-//     packet processor consumes strictly in index order and waits at an INVALID header, so
-//     producers may finish out of order;
-//   doorbell: raise a shared "highest published index" (an atomic max) and ring it; re-ring
-//     while it grew meanwhile. The doorbell's final value is the highest published index (it may dip
-//     transiently when two producers race, which only delays a wake-up, never loses one).
+//   publish: each producer release-stores its own headers whenever it is done — a packet
+//     processor consumes strictly in index order and waits at an INVALID header, so producers
+//     may finish out of order;
+//   doorbell: ring the claim's last index, fence, re-read the write index and ring its last
+//     index while it grew: the doorbell ends at the highest claimed (= published, once all are)
+//     index. It may dip transiently when producers race, which only delays a wake-up.
+// The cost of each step is measured against the HSA sequences in bench/ (aqueduct-bench).
 // Hot path (reserve with room + write + publish): no allocation, no system call, no lock, no
 // virtual call (tests/queue/hot_path.cpp counts).
 // Thread safety: producer::single — one thread submits; producer::multi — any threads. A
