@@ -306,7 +306,7 @@ void sleepy_kernel(aq::emu::workgroup_context&) { std::this_thread::sleep_for(st
 struct runtime_setup {
   std::optional<aq::system> sys;
   std::optional<aq::executable> exe;
-  std::optional<aq::kernel> empty, sleepy;
+  std::optional<aq::untyped_kernel> empty, sleepy;
   std::optional<aq::runtime::queue> spin_q, block_q;
   std::string where, error;
 };
@@ -336,10 +336,10 @@ void open_runtime() {
     return;
   }
   rt->exe.emplace(std::move(*exe));
-  rt->empty.emplace(rt->exe->get_kernel("empty"));
-  rt->sleepy.emplace(rt->exe->get_kernel("sleepy"));
-  rt->spin_q.emplace(gpu.make_queue({.slots = 1024, .wait = aq::sync::wait_policy::spin()}));
-  rt->block_q.emplace(gpu.make_queue({.slots = 1024, .wait = aq::sync::wait_policy::block()}));
+  rt->empty.emplace(rt->exe->try_get_untyped_kernel("empty").value());
+  rt->sleepy.emplace(rt->exe->try_get_untyped_kernel("sleepy").value());
+  rt->spin_q.emplace(gpu.make_queue(aq::aql, {.slots = 1024, .wait = aq::sync::wait_policy::spin()}));
+  rt->block_q.emplace(gpu.make_queue(aq::aql, {.slots = 1024, .wait = aq::sync::wait_policy::block()}));
 }
 
 double thread_cpu_ns() {
