@@ -63,7 +63,7 @@
 namespace {
 
 namespace aq = aqueduct;
-namespace q = aqueduct::queue;
+namespace q = aqueduct::ring;
 using clk = std::chrono::steady_clock;
 
 struct options {
@@ -327,10 +327,10 @@ void open_runtime() {
     return;
   }
   const aq::agent& gpu = rt->sys->default_agent();
-  aq::host_code_object hco;
+  aq::emu::host_code_object hco;
   hco.kernels.push_back({"empty", empty_kernel, 0, 0});
   hco.kernels.push_back({"sleepy", sleepy_kernel, 0, 0});
-  auto exe = gpu.try_load(hco);
+  auto exe = aq::emu::try_load(gpu, hco);
   if (!exe) {
     rt->error = std::string(exe.detail());
     return;

@@ -43,7 +43,7 @@ inline constexpr std::uint32_t largest_batch = 512;
 
 enum class style { value, if_ok, submit, submit_batch, prebuilt };
 
-inline aqueduct::queue::kernel_dispatch descriptor_of(const dispatch_desc& d) noexcept {
+inline aqueduct::ring::kernel_dispatch descriptor_of(const dispatch_desc& d) noexcept {
   return {.kernel_object = aqueduct::gpu_va(d.kernel_object),
           .kernarg_address = aqueduct::gpu_va(d.kernarg_address),
           .grid = {d.grid_x, 1, 1},
@@ -52,18 +52,18 @@ inline aqueduct::queue::kernel_dispatch descriptor_of(const dispatch_desc& d) no
           .completion_signal = d.completion_signal};
 }
 
-template <aqueduct::queue::producer P, style S>
+template <aqueduct::ring::producer P, style S>
 struct aqueduct_case {
   using packet = aqueduct::abi::kernel_dispatch_packet;
   aqueduct_case() : storage(ring_slots) {
-    queue.emplace(aqueduct::queue::aql_queue_memory{&desc, reinterpret_cast<aqueduct::abi::aql_slot*>(storage.bytes), ring_slots},
-                  aqueduct::queue::doorbell_ref(&doorbell));
-    prebuilt.fill(aqueduct::queue::make_packet(descriptor_of(dispatch_desc{})));
+    queue.emplace(aqueduct::ring::aql_queue_memory{&desc, reinterpret_cast<aqueduct::abi::aql_slot*>(storage.bytes), ring_slots},
+                  aqueduct::ring::doorbell_ref(&doorbell));
+    prebuilt.fill(aqueduct::ring::make_packet(descriptor_of(dispatch_desc{})));
   }
   aqueduct::abi::amd_queue desc{};
   slot_storage storage;
   alignas(64) std::uint64_t doorbell = 0;
-  std::optional<aqueduct::queue::aql_queue<P>> queue;
+  std::optional<aqueduct::ring::aql_queue<P>> queue;
   std::array<packet, largest_batch> prebuilt{};
 
   std::uint64_t published_end() { return queue->write_index(); }
@@ -82,7 +82,7 @@ struct aqueduct_case {
 
   // The measured part: written the way a user writes it.
   AQUEDUCT_ALWAYS_INLINE void publish_with_room(const dispatch_desc& d, std::uint32_t n) {
-    namespace q = aqueduct::queue;
+    namespace q = aqueduct::ring;
     const q::kernel_dispatch k = descriptor_of(d);
     if constexpr (S == style::value) {
       auto r = queue->try_reserve(n).value();
