@@ -81,6 +81,9 @@ struct aql_processor_options {
   std::size_t max_inflight = 16;   // packets launched but not retired
   std::uint32_t max_lds_bytes = 64 * 1024;
   std::chrono::microseconds idle_poll{2000};         // re-check the ring without a doorbell
+  // After the ring runs dry, poll the next header this long before sleeping (a CP polls too):
+  // packets that follow closely are taken without a sleep, and their doorbells wake nobody.
+  std::chrono::microseconds idle_spin{20};
   std::chrono::microseconds adversarial_recheck{300};  // pause before re-reading a body
   // Called for every packet before it runs (e.g. a sequence number in reserved2 or kernarg);
   // false stops the queue with sequence_check_failed. Runs on the processor thread, once per
@@ -134,12 +137,15 @@ class aql_processor : public queue_wakeup {
   // Blocks until `index` packets are retired (true), or the timeout passes, or the queue is in
   // error and nothing more will retire (false).
   bool wait_retired(std::uint64_t index, std::chrono::milliseconds timeout) const {
+    retire_waiters_.fetch_add(1, std::memory_order_seq_cst);  // retire() notifies only if someone waits
     std::unique_lock lock(mu_);
-    return retire_cv_.wait_for(lock, timeout, [&] {
-             return read_index() >= index ||
-                    (has_error() && (quiet_.load(std::memory_order_acquire)));
-           }) &&
-           read_index() >= index;
+    const bool ok = retire_cv_.wait_for(lock, timeout, [&] {
+                      return retired_.load(std::memory_order_seq_cst) >= index ||
+                             (has_error() && (quiet_.load(std::memory_order_acquire)));
+                    }) &&
+                    read_index() >= index;
+    retire_waiters_.fetch_sub(1, std::memory_order_relaxed);
+    return ok;
   }
 
   // Stops and joins every thread. In-flight workgroups finish; unlaunched packets stay.
@@ -211,7 +217,7 @@ class aql_processor : public queue_wakeup {
       if (h.type == static_cast<std::uint8_t>(abi::packet_type::invalid)) {
         if (opt_.adversarial)
           std::this_thread::yield();
-        else
+        else if (!spin_for_work(slot, seen))
           wait_for_wakeup(seen, opt_.idle_poll);
         continue;
       }
@@ -273,6 +279,22 @@ class aql_processor : public queue_wakeup {
     worker_cv_.notify_all();
   }
 
+  // Polls `slot`'s header (and the wake-up count: a worker finished, a stop) for up to
+  // idle_spin. true: something to look at.
+  bool spin_for_work(abi::aql_slot& slot, std::uint64_t seen) {
+    if (opt_.idle_spin.count() <= 0) return false;
+    const auto until = std::chrono::steady_clock::now() + opt_.idle_spin;
+    auto& header = *reinterpret_cast<std::uint32_t*>(slot.bytes);
+    for (unsigned i = 1;; ++i) {
+      const auto dw0 = std::atomic_ref<std::uint32_t>(header).load(std::memory_order_relaxed);
+      if (abi::decode_header(static_cast<std::uint16_t>(dw0)).type != static_cast<std::uint8_t>(abi::packet_type::invalid) ||
+          wake_seq() != seen)
+        return true;
+      if ((i & 63) == 0 && std::chrono::steady_clock::now() >= until) return false;
+      AQUEDUCT_CPU_RELAX();
+    }
+  }
+
   static abi::aql_slot read_slot(abi::aql_slot& s) noexcept {
     abi::aql_slot out;
     auto* q = reinterpret_cast<std::uint64_t*>(s.bytes);
@@ -284,7 +306,15 @@ class aql_processor : public queue_wakeup {
   }
 
   inflight* push_inflight(const abi::aql_slot& snap, const abi::decoded_header& h) {
-    auto e = std::make_unique<inflight>();
+    std::unique_ptr<inflight> e;
+    if (!spare_inflight_.empty()) {  // recycled: no allocation per packet in steady state
+      e = std::move(spare_inflight_.back());
+      spare_inflight_.pop_back();
+      e->complete.store(false, std::memory_order_relaxed);
+      e->job.reset();
+    } else {
+      e = std::make_unique<inflight>();
+    }
     e->index = launch_;
     e->packet = snap;
     std::memcpy(&e->signal, snap.bytes + 56, 8);  // completion_signal is at 56 in every packet
@@ -530,13 +560,15 @@ class aql_processor : public queue_wakeup {
           events_.signal_event(id);
         }
       }
-      retired_.store(e.index + 1, std::memory_order_release);
+      retired_.store(e.index + 1, std::memory_order_seq_cst);
+      inflight_.front()->job.reset();
+      spare_inflight_.push_back(std::move(inflight_.front()));
       inflight_.pop_front();
       if (inflight_.empty() && has_error()) quiet_.store(true, std::memory_order_release);
-      {
-        std::lock_guard lock(mu_);  // pairs with wait_retired's predicate check
+      if (retire_waiters_.load(std::memory_order_seq_cst) != 0) {
+        { std::lock_guard lock(mu_); }  // pairs with wait_retired's predicate check
+        retire_cv_.notify_all();
       }
-      retire_cv_.notify_all();
     }
   }
 
@@ -591,7 +623,9 @@ class aql_processor : public queue_wakeup {
   bool dead_ = false;                                 // processor thread only
   std::uint64_t checked_ = 0;                         // launch_ + 1 once sequence-checked
   std::deque<std::unique_ptr<inflight>> inflight_;    // processor thread only
+  std::vector<std::unique_ptr<inflight>> spare_inflight_;  // retired entries for reuse (processor thread)
   std::atomic<std::uint64_t> retired_{0};
+  mutable std::atomic<unsigned> retire_waiters_{0};  // threads in wait_retired
   std::atomic<bool> has_error_{false};
   std::atomic<bool> quiet_{false};  // in error and nothing left that can retire
 

@@ -133,6 +133,8 @@ class device {
   }
   // An interrupt carrying `event_id` (the GPU wrote the event's slot first): wakes WAIT_EVENTS.
   void signal_event(std::uint32_t event_id) { st_->events.signal_interrupt(event_id); }
+  // Interrupts raised on this device so far (signal_event calls).
+  [[nodiscard]] std::uint64_t interrupts() const noexcept { return st_->events.interrupts(); }
   // Observer hooks (tests). Replaces the hooks; existing queues are not replayed (see queues()). The device calls
   // `destroyed` for every queue still alive when it is destroyed, so whoever installs hooks must
   // reset them (set_queue_hooks({})) before the objects they capture go away.

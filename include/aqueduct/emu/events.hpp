@@ -32,6 +32,9 @@ namespace aqueduct::emu {
 
 class event_table {
  public:
+  // Interrupts raised so far (signal_interrupt calls: every AQL completion signal with a mailbox,
+  // PM4 RELEASE_MEM with an interrupt, SDMA TRAP), for tests and benchmarks.
+  [[nodiscard]] std::uint64_t interrupts() const noexcept { return interrupts_.load(std::memory_order_relaxed); }
   // The signal page: `slots` points to `bytes` bytes (a user BO's memory or the emulator's page).
   // Fails with -EINVAL when a page is already set (kfd_ioctl_create_event).
   int set_page(std::uint64_t* slots, std::uint64_t bytes, bool user_supplied) {
@@ -115,6 +118,7 @@ class event_table {
 
   // The GPU raised an interrupt carrying event id `id` (after writing its slot).
   void signal_interrupt(std::uint32_t id) {
+    interrupts_.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard lock(m_);
     if (!slots_) return;
     if (id < abi::kfd::signal_event_limit && slot_ref(id).load(std::memory_order_acquire) != abi::kfd::unsignaled_event_slot) {
@@ -228,6 +232,8 @@ class event_table {
       if (auto it = events_.find(ws[i].id); it != events_.end()) std::erase(it->second.waiters, &ws[i]);
     }
   }
+
+  std::atomic<std::uint64_t> interrupts_{0};
 
   mutable std::mutex m_;
   std::condition_variable cv_;

@@ -5,9 +5,9 @@
 // base. A doorbell write records its value and wakes the thread; `notify` wakes it without one.
 // The thread reads `wake_seq()` BEFORE it looks for work and then sleeps in
 // `wait_for_wakeup(seen, timeout)` until the count moves on, a stop is requested or the timeout
-// passes — so a wake-up that comes while it looks is never lost. `mu_` guards the count and the
-// stop flag; a processor guards its own shared state with the same mutex and may wait on `cv_`
-// with its own predicates.
+// passes — so a wake-up that comes while it looks is never lost. `mu_` guards the stop flag; a
+// processor guards its own shared state with the same mutex and may wait on `cv_` with its own
+// predicates (notify() always wakes those; a doorbell wakes only wait_for_wakeup's sleepers).
 // Thread safety: ring_doorbell, notify and doorbell_value may be called from any thread.
 #pragma once
 
@@ -24,10 +24,19 @@ class queue_wakeup {
   queue_wakeup(const queue_wakeup&) = delete;
   queue_wakeup& operator=(const queue_wakeup&) = delete;
 
-  // The doorbell write (its value is the producer's write index/pointer). Wakes the thread.
+  // The doorbell write (its value is the producer's write index/pointer). Wakes the thread if it
+  // sleeps in wait_for_wakeup; a thread that is awake (looking for work, running a packet) is
+  // not disturbed: the count moves on and it sees it before it sleeps. No lock, no system call
+  // then: one store, one read-modify-write, one load (the emulator's doorbell cost when its
+  // processor needs no waking; docs/benchmarks.md). Dekker-style: we bump the count, then read
+  // the sleeper count (both seq_cst); a sleeper registers, then reads the count under the lock —
+  // one of the two sees the other.
   void ring_doorbell(std::uint64_t value) noexcept {
     doorbell_.store(value, std::memory_order_release);
-    notify();
+    wake_seq_.fetch_add(1, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
+    { std::lock_guard lock(mu_); }  // the sleeper is in cv_.wait (or has not checked yet)
+    cv_.notify_all();
   }
   // Wakes the thread without a doorbell (e.g. a signal it may be waiting on changed).
   void notify() noexcept {
@@ -44,14 +53,15 @@ class queue_wakeup {
   ~queue_wakeup() = default;
 
   // The wake-up count: read it before looking for work, then wait_for_wakeup(seen, ...).
-  [[nodiscard]] std::uint64_t wake_seq() const {
-    std::lock_guard lock(mu_);
-    return wake_seq_;
-  }
+  [[nodiscard]] std::uint64_t wake_seq() const { return wake_seq_.load(std::memory_order_seq_cst); }
   // Sleeps until a wake-up after `seen`, a stop request, or `timeout`.
   void wait_for_wakeup(std::uint64_t seen, std::chrono::microseconds timeout) {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, timeout, [&] { return stop_ || wake_seq_ != seen; });
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, timeout, [&] { return stop_ || wake_seq_.load(std::memory_order_seq_cst) != seen; });
+    }
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
   }
   [[nodiscard]] bool stopping() const {
     std::lock_guard lock(mu_);
@@ -69,9 +79,12 @@ class queue_wakeup {
     return true;
   }
 
-  mutable std::mutex mu_;       // wake_seq_, stop_, and the state each processor guards with it
+  mutable std::mutex mu_;       // stop_, and the state each processor guards with it
   std::condition_variable cv_;  // the processor thread sleeps here
-  std::uint64_t wake_seq_ = 0;
+  // Moves on at every wake-up (changed under mu_ by notify() and the processors, without it by
+  // ring_doorbell); atomic so that the doorbell needs no lock.
+  std::atomic<std::uint64_t> wake_seq_{0};
+  std::atomic<unsigned> sleepers_{0};  // threads inside wait_for_wakeup
   bool stop_ = false;
 
  private:
