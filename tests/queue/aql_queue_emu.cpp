@@ -141,7 +141,7 @@ void run_mp(std::uint64_t per_producer, bool adversarial) {
   CHECK(f.proc->wait_retired(total, 20s));
   if (f.proc->has_error()) FAIL(f.proc->error()->detail);
   CHECK(f.desc->read_dispatch_id == total);
-  CHECK(f.proc->doorbell_value() == total - 1);
+  CHECK(f.proc->doorbell_value() < total);  // some producer's last index (each rings its own)
   f.proc->stop();
   for (int p = 0; p < producers; ++p) CHECK(next[p] == per_producer);
 }

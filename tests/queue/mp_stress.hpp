@@ -84,7 +84,9 @@ inline void run_producers(std::uint64_t per_producer) {
   CHECK(proc.consumed() == dispatched + proc.nops());
   CHECK(claimed == dispatched + proc.nops());
   CHECK(m.desc.read_dispatch_id == claimed);
-  CHECK(m.doorbell == claimed - 1);
+  // Each producer rings its own last index (HSA / ROCr gfx9+ convention), so the final value is
+  // some producer's last index — not necessarily the highest — and everything was consumed.
+  CHECK(m.doorbell < claimed);
   MESSAGE("abandoned claims turned into NOPs: " << proc.nops());
 }
 

@@ -70,7 +70,7 @@ struct kernel_dispatch {
 };
 
 // spec/packets.md §5.2 kernel dispatch.
-[[nodiscard]] constexpr abi::kernel_dispatch_packet make_packet(const kernel_dispatch& d) noexcept {
+[[nodiscard]] AQUEDUCT_ALWAYS_INLINE constexpr abi::kernel_dispatch_packet make_packet(const kernel_dispatch& d) noexcept {
   unsigned dims = d.dimensions;
   if (dims == 0) dims = (d.grid.z > 1 || d.workgroup.z > 1) ? 3 : (d.grid.y > 1 || d.workgroup.y > 1) ? 2 : 1;
   AQUEDUCT_ASSERT(dims >= 1 && dims <= 3, "dispatch dimensions must be 1..3");
@@ -168,7 +168,7 @@ struct barrier_value {
 
 // dword 0 of a packet (header | setup/AmdFormat << 16): what the queue publishes last.
 template <aql_packet P>
-[[nodiscard]] std::uint32_t header_dword(const P& p) noexcept {
+[[nodiscard]] AQUEDUCT_ALWAYS_INLINE std::uint32_t header_dword(const P& p) noexcept {
   std::uint32_t h;
   std::memcpy(&h, &p, sizeof h);
   return h;

@@ -14,9 +14,9 @@
 //   publish: each producer release-stores its own headers whenever it is done — a packet
 //     processor consumes strictly in index order and waits at an INVALID header, so producers
 //     may finish out of order;
-//   doorbell: ring the claim's last index, fence, re-read the write index and ring its last
-//     index while it grew: the doorbell ends at the highest claimed (= published, once all are)
-//     index. It may dip transiently when producers race, which only delays a wake-up.
+//   doorbell: each producer rings the last index of its own claim (one release store, as the
+//     HSA sequence and ROCr on gfx9+: the CP goes by the headers, so the order of the producers'
+//     doorbell stores does not matter).
 // The cost of each step is measured against the HSA sequences in bench/ (aqueduct-bench).
 // Hot path (reserve with room + write + publish): no allocation, no system call, no lock, no
 // virtual call (tests/queue/hot_path.cpp counts).
@@ -248,6 +248,21 @@ class aql_queue {
     return try_submit(packet, timeout).value();
   }
 
+  // One packet whose contents depend on its index (e.g. the per-slot kernarg area of that index):
+  // claim one slot if one is free NOW, `fill(index)` returns the packet (it may write per-slot
+  // data first), then body, header, write index, doorbell — what try_submit does, with the index
+  // known before the packet is made. errc::queue_full (nothing claimed, `fill` not called) when
+  // the ring is full: the caller decides how to wait.
+  template <class Fill>
+  AQUEDUCT_ALWAYS_INLINE result<std::uint64_t> try_submit_indexed(Fill&& fill) {
+    ring_span s;
+    if (!reserver_.try_claim(1, s)) [[unlikely]]
+      return full(1, sync::nanoseconds::zero());
+    put(s.begin, fill(s.begin));
+    committed(s);
+    return s.begin;
+  }
+
   // A batch (<= max_batch packets): bodies and headers of entries 1..n-1, entry 0's header last,
   // one doorbell. Returns the index of the first packet.
   template <aql_packet Pk>
@@ -342,27 +357,15 @@ class aql_queue {
   // Steps 3 and 4 of reservation::publish.
   AQUEDUCT_ALWAYS_INLINE void committed(ring_span s) noexcept {
     const std::uint64_t end = reserver_.commit(s);
-    if constexpr (P == producer::single) {
-      doorbell_.ring(end - 1);
-    } else {
-      // Ring our own last index; then, after a full fence, look at the write index (the end of
-      // every claim so far): if a producer claimed after us, ring its end too, and again while it
-      // grows. The fence puts our doorbell store before that load, so a producer whose claim we
-      // did not see claimed after our store was visible and rings after it: the doorbell always
-      // ends at the highest claimed index, i.e. the highest published one once every claim is
-      // published. A value may name a claimed packet not yet published; the processor waits at
-      // its INVALID header, exactly as in the HSA multi-producer protocol where any producer
-      // rings past another's unfinished packet. One fence instead of the former two
-      // read-modify-writes of a shared "published end" (issue 11).
-      std::uint64_t v = s.end();
-      for (;;) {
-        doorbell_.ring(v - 1);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        const std::uint64_t w = reserver_.write_index(std::memory_order_relaxed);
-        if (w <= v) break;
-        v = w;
-      }
-    }
+    // Multi-producer: each producer rings the last index of its own claim, as the HSA
+    // multi-producer sequence and ROCr do on gfx9 and later ("hardware doorbell supports AQL
+    // semantics": one release store of the caller's index, no ordering among producers). The CP
+    // processes packets by their headers and waits at an INVALID one, so a value that names
+    // another producer's unfinished packet, or one lower than a value rung before, loses
+    // nothing. Every family aqueduct drives is gfx9 or later; the pre-gfx9 doorbell, which
+    // needed a monotonic value (ROCr's legacy_doorbell_lock), is not supported. One store, no
+    // fence, no read-modify-write (issue 11).
+    doorbell_.ring(end - 1);
   }
 
   AQUEDUCT_NOINLINE result<ring_span> wait_and_claim(std::uint32_t n, sync::nanoseconds timeout) {
@@ -382,7 +385,7 @@ class aql_queue {
     return full(n, sync::nanoseconds::zero());
   }
 
-  failure full(std::uint32_t n, sync::nanoseconds waited) const {
+  AQUEDUCT_NOINLINE failure full(std::uint32_t n, sync::nanoseconds waited) const {
     char buf[120];
     std::snprintf(buf, sizeof buf, "no %u free slot(s) after %.3f ms; ", n,
                   std::chrono::duration<double, std::milli>(waited).count());

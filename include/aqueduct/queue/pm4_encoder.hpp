@@ -354,6 +354,11 @@ struct encoder {
   }
   // The user SGPR values in kernel_code_properties order (COMPUTE_USER_DATA_0..n-1).
   static constexpr std::uint32_t user_sgprs(std::span<std::uint32_t, 16> out, const dispatch_params& p) noexcept {
+    return put_user_sgprs(out.data(), p);
+  }
+  // The same into `out` (room for every enabled one): dispatch() writes them straight into the
+  // ring, with no staging array to zero and copy (issue 11).
+  static constexpr std::uint32_t put_user_sgprs(std::uint32_t* out, const dispatch_params& p) noexcept {
     namespace kcp = abi::kernel_code_properties;
     const std::uint16_t props = p.kd->kernel_code_properties;
     std::uint32_t n = 0;
@@ -411,9 +416,11 @@ struct encoder {
     AQUEDUCT_ASSERT((p.scratch_base.value & 0xFF) == 0, "scratch base must be 256-byte aligned");
     sh(regs::compute_dispatch_scratch_base_lo, {lo32(p.scratch_base.value >> 8), hi32(p.scratch_base.value >> 8)});
     sh(regs::compute_restart_x, {0, 0, 0});
-    std::array<std::uint32_t, 16> usr{};
-    if (const std::uint32_t k = user_sgprs(usr, p); k != 0)
-      n += set_sh_reg(out.subspan(n), regs::compute_user_data_0, std::span<const std::uint32_t>(usr.data(), k));
+    if (const std::uint32_t k = put_user_sgprs(out.data() + n + 2, p); k != 0) {  // values first, then their header
+      out[n] = pkt::type3_header(pkt::opcode::set_sh_reg, 1 + k);
+      out[n + 1] = pkt::set_sh_reg::reg_offset::put(regs::compute_user_data_0 - pkt::sh_reg_base);
+      n += set_sh_reg_dwords(k);
+    }
     using limits = typename family_type::resource_limits;
     sh(regs::compute_resource_limits, {limits::waves_per_sh::put(p.waves_per_sh)});
     using nt = typename family_type::num_thread;

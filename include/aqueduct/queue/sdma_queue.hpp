@@ -155,6 +155,16 @@ class sdma_queue {
   // A copy of any size: COPY_LINEAR packets within encoder::max_copy_bytes (copy_plan).
   result<void> try_copy(gpu_va dst, gpu_va src, std::uint64_t bytes, sync::nanoseconds timeout = sync::infinite,
                         bool publish = true) {
+    // One packet (what copy_plan gives for a copy within the engine's limit that it does not
+    // split off a dword tail): no plan to iterate (issue 11: the range pipeline cost ~4x the
+    // packet itself).
+    const bool split_tail = bytes > 4 && (bytes & 3u) != 0 && dst.aligned(4) && src.aligned(4);
+    if (bytes >= 1 && bytes <= encoder::max_copy_bytes && !split_tail) [[likely]] {
+      AQUEDUCT_TRY(auto r, try_reserve(encoder::copy_linear_dwords, timeout));
+      encoder::copy_linear(r.dwords(), dst, src, bytes);
+      r.commit(publish);
+      return ok();
+    }
     for (const sdma::copy_chunk c : sdma::copy_plan(dst, src, bytes, encoder::max_copy_bytes)) {
       AQUEDUCT_TRY(auto r, try_reserve(encoder::copy_linear_dwords, timeout));
       encoder::copy_linear(r.dwords(), c.dst, c.src, c.bytes);
