@@ -195,7 +195,11 @@ class agent {
   AQUEDUCT_TRY(st->event, a.sys->try_make_event(*a.node));
   auto* page = static_cast<std::byte*>(st->res.pointers().host);
   st->progress = reinterpret_cast<abi::amd_signal*>(page + queue::progress_signal_offset);
-  sync::signal_ref::initialize(*st->progress, queue::progress_start, st->event.mailbox_va().value, st->event.id());
+  // The progress signal asks for no interrupt; the wake signal does, and only a waiter about to
+  // block puts it on a packet (queue::arm_wake).
+  sync::signal_ref::initialize(*st->progress, queue::progress_start);
+  st->wake = reinterpret_cast<abi::amd_signal*>(page + queue::wake_signal_offset);
+  sync::signal_ref::initialize(*st->wake, queue::progress_start, st->event.mailbox_va().value, st->event.id());
   st->port = kfd::queue_port_of(a.sys->driver.file(), st->res.queue_id());
   st->aql->get_doorbell() = queue_doorbell{static_cast<std::uint64_t*>(st->res.doorbell()), st->port};
   if (st->port && st->port->faulted())

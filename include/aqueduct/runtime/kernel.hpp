@@ -53,6 +53,7 @@ struct hidden_arg_offsets {
   std::int32_t group_size[3] = {-1, -1, -1};   // u16
   std::int32_t remainder[3] = {-1, -1, -1};    // u16
   std::int32_t grid_dims = -1;                 // u16
+  bool any = false;                            // at least one of the above is listed
   [[nodiscard]] static hidden_arg_offsets of(std::span<const code::kernel_arg> args) {
     hidden_arg_offsets h;
     static constexpr const char* xyz[3] = {"_x", "_y", "_z"};
@@ -66,10 +67,15 @@ struct hidden_arg_offsets {
       }
       if (a.value_kind == "hidden_grid_dims") h.grid_dims = off;
     }
+    for (int d = 0; d < 3; ++d) h.any = h.any || h.block_count[d] >= 0 || h.group_size[d] >= 0 || h.remainder[d] >= 0;
+    h.any = h.any || h.grid_dims >= 0;
     return h;
   }
   // Writes them into a kernarg slot of `kernarg_size` bytes for grid `g` in blocks of `b`.
-  void put(std::byte* slot, std::uint32_t kernarg_size, grid g, block b) const noexcept {
+  AQUEDUCT_ALWAYS_INLINE void put(std::byte* slot, std::uint32_t kernarg_size, grid g, block b) const noexcept {
+    if (any) put_listed(slot, kernarg_size, g, b);  // (no divisions for a kernel without hidden arguments)
+  }
+  AQUEDUCT_NOINLINE void put_listed(std::byte* slot, std::uint32_t kernarg_size, grid g, block b) const noexcept {
     const std::uint32_t gs[3] = {g.x, g.y, g.z};
     const std::uint32_t bs[3] = {b.x, b.y, b.z};
     const auto at = [&](std::int32_t off, auto v) {

@@ -10,8 +10,11 @@
 // headers, CREATE_QUEUE, doorbell), plus a slot area (per command: kernargs and the 64-byte
 // dispatch packet that host_kernel_abi's dispatch pointer names) and one KFD signal event.
 // A dispatch = ACQUIRE_MEM + registers + DISPATCH_DIRECT + CS_PARTIAL_FLUSH + RELEASE_MEM of the
-// command's sequence number (64-bit) into the queue's progress word + RELEASE_MEM interrupt to
-// the queue's event; waits spin on the progress word, then block on the event. PM4 dispatches
+// command's sequence number (64-bit) into the queue's progress word, with no interrupt; waits
+// spin on the progress word, and a waiter that must then block first appends one RELEASE_MEM
+// interrupt to the queue's event (after everything submitted so far: one interrupt per blocking
+// wait, issue 11) and blocks on the event (with no room in the ring, it polls with back-off
+// instead). A submission and that append are serialised by an internal mutex. PM4 dispatches
 // whole workgroups (grid rounded up, as tinygrad does): kernels bound-check against the grid
 // size in their dispatch packet or kernargs.
 // On the emulated device the device runs the MEC itself (started by CREATE_QUEUE, stopped inside
@@ -42,6 +45,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -79,6 +83,7 @@ class pm4_ring {
   virtual ~pm4_ring() = default;
   virtual result<std::uint64_t> try_dispatch(const aqueduct::ring::pm4::dispatch_params& p,
                                              const aqueduct::ring::pm4_completion& c, sync::nanoseconds timeout) = 0;
+  virtual result<std::uint64_t> try_signal(const aqueduct::ring::pm4_completion& c, sync::nanoseconds timeout) = 0;
   virtual void describe(std::string& out) const = 0;
   [[nodiscard]] virtual pm4_doorbell& doorbell() noexcept = 0;
   [[nodiscard]] virtual bool sets_pm4_priv() const noexcept = 0;
@@ -92,6 +97,9 @@ class pm4_ring_of final : public pm4_ring {
   result<std::uint64_t> try_dispatch(const aqueduct::ring::pm4::dispatch_params& p, const aqueduct::ring::pm4_completion& c,
                                      sync::nanoseconds timeout) override {
     return q_.try_dispatch(p, c, timeout);
+  }
+  result<std::uint64_t> try_signal(const aqueduct::ring::pm4_completion& c, sync::nanoseconds timeout) override {
+    return q_.try_signal(c, timeout);
   }
   void describe(std::string& out) const override { q_.describe(out); }
   [[nodiscard]] pm4_doorbell& doorbell() noexcept override { return q_.get_doorbell(); }
@@ -111,6 +119,7 @@ struct pm4_queue_state {
   kfd::event<file_type> event;
   std::uint64_t* progress = nullptr;  // in the pointer page: sequence number of the last completed command
   std::atomic<std::uint64_t> submitted{0};  // last submitted command's sequence number (submitter writes, waiters read)
+  std::mutex mu;  // the ring: the submitting thread and waiters about to block (pm4_queue::arm_wake)
   std::unique_ptr<pm4_ring> q;
   aqueduct::queue_port* port = nullptr;  // the device's port for this queue (null on /dev/kfd)
 };
@@ -254,10 +263,9 @@ class pm4_queue {
     c.address = gpu_va(s_->res.pointers().va.value + progress_offset);
     c.value = seq;
     c.b64 = true;
-    c.event_mailbox = s_->event.mailbox_va();
-    c.event_id = s_->event.id();
     // A full ring waits for the CP in short rounds, so that a stopped emulated MEC is reported
     // instead of waited on forever.
+    std::lock_guard lock(s_->mu);
     result<std::uint64_t> r = failure(errc::queue_full);
     for (;;) {
       r = s_->q->try_dispatch(p, c, std::chrono::milliseconds(10));
@@ -279,6 +287,18 @@ class pm4_queue {
     return failure(e->code(), std::move(d));
   }
 
+  // A waiter about to block: one RELEASE_MEM interrupt to the queue's event after everything
+  // submitted so far. false: no room in the ring now, a submission holds the ring, or the MEC
+  // stopped.
+  [[nodiscard]] bool arm_wake() const {
+    std::unique_lock lock(s_->mu, std::try_to_lock);  // a submitter waiting for room holds it: poll then
+    if (!lock.owns_lock() || fault()) return false;
+    aqueduct::ring::pm4_completion c;
+    c.event_mailbox = s_->event.mailbox_va();
+    c.event_id = s_->event.id();
+    return s_->q->try_signal(c, sync::nanoseconds::zero()).has_value();
+  }
+
   [[nodiscard]] result<void> wait_progress(std::uint64_t seq, sync::nanoseconds timeout) const {
     return detail::wait_for_progress(
         detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout,
@@ -288,7 +308,8 @@ class pm4_queue {
                           " ms for command " + std::to_string(seq) + " on ";
           describe(d);
           return failure(errc::timeout, std::move(d));
-        });
+        },
+        [&] { return arm_wake(); });
   }
 
   std::unique_ptr<detail::pm4_queue_state> s_;

@@ -5,9 +5,13 @@
 // (arch::visit_family) and then creates, exactly as on /dev/kfd: the ring, the pointer page that
 // holds the abi::amd_queue (CREATE_QUEUE's read/write pointers are its read_dispatch_id /
 // write_dispatch_id), EOP and CWSR areas (kfd::queue_resources), a kernarg area of one slot per
-// ring slot, and one KFD signal event. Every packet carries the queue's "progress" signal, so
-// each retirement writes the event mailbox and raises the event: waits spin for
-// wait_policy::spin_for on the read index, then block in AMDKFD_IOC_WAIT_EVENTS.
+// ring slot, and one KFD signal event. Packets carry the queue's "progress" signal, which asks
+// for no interrupt: waits spin for wait_policy::spin_for on the read index; a waiter that must
+// then block first publishes one barrier-AND packet (barrier bit set) whose completion signal,
+// "wake", has the event's mailbox — so the device raises one interrupt per blocking wait, after
+// everything before it has retired, and none for a wait that ended spinning (issue 11). It then
+// blocks in AMDKFD_IOC_WAIT_EVENTS. When the ring is too full for that packet, it polls with
+// back-off (sleeps of up to 1 ms) instead.
 // Dispatch path (ring::aql_queue, multi-producer): claim a slot (CAS bounded by the read index;
 // a full ring waits up to the caller's timeout, then errc::queue_full with the queue decoded) →
 // kernargs into the slot's kernarg area (slot i's kernargs are reused only when packet i has
@@ -97,6 +101,7 @@ struct queue_state {
   kfd::event<file_type> event;
   abi::amd_queue* desc = nullptr;
   abi::amd_signal* progress = nullptr;
+  abi::amd_signal* wake = nullptr;  // with the event's mailbox: only on the packets arm_wake() posts
   std::optional<aqueduct::ring::aql_queue_mp<queue_doorbell>> aql;
   aqueduct::queue_port* port = nullptr;  // the device's port for this queue (null on /dev/kfd)
 };
@@ -108,6 +113,7 @@ class queue {
   using aql_type = aqueduct::ring::aql_queue_mp<queue_doorbell>;
   // Where the progress signal lives in the pointer page (after the 256-byte amd_queue).
   static constexpr std::size_t progress_signal_offset = 512;
+  static constexpr std::size_t wake_signal_offset = 576;
   static constexpr std::int64_t progress_start = std::int64_t{1} << 62;
 
   queue() = default;
@@ -222,6 +228,8 @@ class queue {
     return s_->port && s_->port->faulted() ? s_->port->fault() : std::nullopt;
   }
   [[nodiscard]] std::uint64_t progress_handle() const noexcept { return reinterpret_cast<std::uintptr_t>(s_->progress); }
+  // The signal whose completion raises the queue's event (interrupt), for waiters about to block.
+  [[nodiscard]] std::uint64_t wake_handle() const noexcept { return reinterpret_cast<std::uintptr_t>(s_->wake); }
   [[nodiscard]] const kfd::queue_resources<detail::file_type>& resources() const noexcept { return s_->res; }
 
   // "AQL queue 3 on gfx942 (gfx94x): read_dispatch_id .. write_dispatch_id ..; packet ..."
@@ -249,8 +257,25 @@ class queue {
   [[nodiscard]] std::uint64_t kernarg_va(std::uint64_t index) const noexcept {
     return s_->kernargs.va().value + (index & (s_->aql->size() - 1)) * s_->opt.kernarg_bytes;
   }
+  // The hot path: one claim, kernargs into the slot's kernarg area, the packet in place, header,
+  // doorbell (ring::aql_queue::try_submit_indexed) — no reservation object, nothing else. A full
+  // ring takes the reservation path below, which waits (bounded) and reports a stopped queue.
   template <class Write>
-  result<aql_ticket> submit(const dispatch_options& o, const untyped_kernel& k, grid g, block b, Write&& write_kernargs) {
+  AQUEDUCT_ALWAYS_INLINE result<aql_ticket> submit(const dispatch_options& o, const untyped_kernel& k, grid g, block b,
+                                                   Write&& write_kernargs) {
+    detail::queue_state& st = *s_;
+    auto idx = st.aql->try_submit_indexed([&](std::uint64_t index) {
+      std::byte* ka = static_cast<std::byte*>(st.kernargs.host()) + (index & (st.aql->size() - 1)) * st.opt.kernarg_bytes;
+      write_kernargs(ka);
+      k.hidden.put(ka, k.kernarg_size, g, b);
+      return packet_for(o, k, g, b, index);
+    });
+    if (AQUEDUCT_LIKELY(idx.has_value())) return ticket_for(*idx);
+    return submit_reserved(o, k, g, b, write_kernargs);
+  }
+  template <class Write>
+  AQUEDUCT_NOINLINE result<aql_ticket> submit_reserved(const dispatch_options& o, const untyped_kernel& k, grid g, block b,
+                                                       Write& write_kernargs) {
     auto rr = s_->aql->try_reserve(1);
     if (AQUEDUCT_UNLIKELY(!rr)) rr = reserve_slow(o.timeout);
     if (AQUEDUCT_UNLIKELY(!rr)) return std::move(rr).get_failure();
@@ -262,7 +287,7 @@ class queue {
     r.publish();
     return ticket_for(index);
   }
-  [[nodiscard]] abi::kernel_dispatch_packet packet_for(const dispatch_options& o, const untyped_kernel& k, grid g, block b,
+  [[nodiscard]] AQUEDUCT_ALWAYS_INLINE abi::kernel_dispatch_packet packet_for(const dispatch_options& o, const untyped_kernel& k, grid g, block b,
                                                        std::uint64_t index) const noexcept {
     aqueduct::ring::kernel_dispatch d;
     d.kernel_object = k.object;
@@ -303,10 +328,24 @@ class queue {
   // A full ring: wait through the one progress wait (spin, then block on the queue's event: every
   // retirement raises it) until a slot frees, the device reports the queue stopped, or `timeout`
   // passes; the reservation that follows reports queue_full itself.
+  // (No slot for a wake packet: it polls with back-off once the spin phase is over.)
   [[nodiscard]] result<void> wait_for_room(sync::nanoseconds timeout) const {
     return detail::wait_for_progress(
         detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout, [&] { return !looks_full(); },
-        [&]() -> std::optional<failure> { return fault(); }, [&](sync::nanoseconds) { return failure(errc::queue_full); });
+        [&]() -> std::optional<failure> { return fault(); }, [&](sync::nanoseconds) { return failure(errc::queue_full); },
+        [] { return false; });
+  }
+  // A waiter about to block: one barrier-AND (barrier bit: it completes after every earlier
+  // packet) with the wake signal, so its retirement raises the event. false: no free slot.
+  [[nodiscard]] bool arm_wake() const {
+    auto r = s_->aql->try_reserve(1);
+    if (!r) return false;
+    aqueduct::ring::barrier_and p;
+    p.barrier = true;
+    p.completion_signal = wake_handle();
+    r->write(0, aqueduct::ring::make_packet(p));
+    r->publish();
+    return true;
   }
 
   [[nodiscard]] result<void> wait_until(std::uint64_t end, sync::nanoseconds timeout) const {
@@ -314,7 +353,7 @@ class queue {
         detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout,
         [&] { return s_->aql->read_index() >= end; },
         [&]() -> std::optional<failure> { return fault(); },
-        [&](sync::nanoseconds waited) { return timed_out(end, waited); });
+        [&](sync::nanoseconds waited) { return timed_out(end, waited); }, [&] { return arm_wake(); });
   }
 
   AQUEDUCT_NOINLINE failure timed_out(std::uint64_t end, sync::nanoseconds waited) const {

@@ -7,9 +7,11 @@
 // counts, spec/kfd.md §2.7) and one KFD signal event. The engine version is fixed once, from the
 // agent's target (arch::visit_family → ring::sdma::encoder_for<Target>). Every submission ends
 // with a FENCE of a 64-bit sequence number into the pointer page (two 32-bit FENCEs, low dword
-// first, as Linux fences 64-bit sequences), then FENCE(mailbox, event id) + TRAP(event id) — the
-// KFD timeline tinygrad uses (spec/packets.md §3.4) — so waits spin briefly, then block in
-// AMDKFD_IOC_WAIT_EVENTS.
+// first, as Linux fences 64-bit sequences) and asks for no interrupt; waits spin briefly on it,
+// and a waiter that must then block first appends FENCE(mailbox, event id) + TRAP(event id) —
+// the KFD timeline tinygrad uses (spec/packets.md §3.4) — so that the engine raises one
+// interrupt per blocking wait once the work before it is done (issue 11), then blocks in
+// AMDKFD_IOC_WAIT_EVENTS (or, with no room in the ring for those packets, polls with back-off).
 // On the emulated device the device runs the SDMA engine itself (started by CREATE_QUEUE,
 // stopped inside DESTROY_QUEUE); the doorbell store reaches it through the queue's port
 // (core/queue_port.hpp). A fault of the engine
@@ -257,10 +259,16 @@ class sdma_queue {
     const std::uint64_t seq = s_->submitted.load(std::memory_order_relaxed) + 1;
     detail::sdma_ring& q = *s_->q;
     AQUEDUCT_TRY_VOID(body(q));
-    AQUEDUCT_TRY_VOID(q.try_fence64(s_->progress_va, seq, timeout, false));
-    AQUEDUCT_TRY_VOID(q.try_signal_event(s_->event.mailbox_va(), s_->event.id(), timeout, true));
+    AQUEDUCT_TRY_VOID(q.try_fence64(s_->progress_va, seq, timeout, true));
     s_->submitted.store(seq, std::memory_order_release);
     return sdma_ticket(detail::ticket_key{}, s_.get(), queue_id(), seq);
+  }
+  // A waiter about to block: FENCE(mailbox) + TRAP after everything submitted so far. false: the
+  // ring has no room now, a submission holds the ring, or the engine stopped.
+  [[nodiscard]] bool arm_wake() const {
+    std::unique_lock lock(s_->mu, std::try_to_lock);  // a submitter waiting for room holds it: poll then
+    if (!lock.owns_lock() || fault()) return false;
+    return s_->q->try_signal_event(s_->event.mailbox_va(), s_->event.id(), sync::nanoseconds::zero(), true).has_value();
   }
 
   std::unique_ptr<detail::sdma_queue_state> s_;
@@ -285,7 +293,8 @@ inline result<void> sdma_queue::wait_progress(std::uint64_t seq, sync::nanosecon
                         " ms for SDMA work " + std::to_string(seq) + " on ";
         describe(d);
         return failure(errc::timeout, std::move(d));
-      });
+      },
+      [&] { return arm_wake(); });
 }
 
 // Creates an SDMA queue on `gpu` (see the header comment).
