@@ -12,6 +12,7 @@ inline constexpr std::string_view e2e_machine = "mi300x";
 
 void register_publish_benchmarks();
 void register_e2e_benchmarks();
+void register_peer_benchmarks();  // peers_gbench.cpp: queues, ping-pong, PM4/SDMA commands
 void shutdown_e2e();  // destroy the emulated queues and system (before exit)
 
 }  // namespace bench

@@ -24,6 +24,10 @@
 #  define AQUEDUCT_BENCH_BUILD_TYPE "unknown"
 #endif
 
+#ifndef AQUEDUCT_BENCH_COMMIT
+#  define AQUEDUCT_BENCH_COMMIT "unknown"
+#endif
+
 namespace {
 
 std::string read_first_line(const char* path) {
@@ -52,6 +56,7 @@ void add_machine_context() {
   if (uname(&u) == 0)
     benchmark::AddCustomContext("machine.kernel", std::string(u.sysname) + " " + u.release + " " + u.machine);
   benchmark::AddCustomContext("machine.loadavg_at_start", read_first_line("/proc/loadavg"));
+  benchmark::AddCustomContext("aqueduct.commit", AQUEDUCT_BENCH_COMMIT);
 #if defined(NDEBUG)
   benchmark::AddCustomContext("aqueduct.build", AQUEDUCT_BENCH_BUILD_TYPE ", NDEBUG (asserts off)");
 #else
@@ -88,14 +93,14 @@ struct ratio_reporter : benchmark::ConsoleReporter {
     for (const Run& r : runs) {
       if (r.error_occurred) continue;
       if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "cv") {
-        for (const char* c : {"per_packet", "per_dispatch"})
+        for (const char* c : {"per_packet", "per_dispatch", "per_item", "per_round_trip"})
           if (auto it = r.counters.find(c); it != r.counters.end()) cvs_[r.run_name.str()] = it->second.value;
         continue;
       }
       const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
       const bool only = r.run_type == Run::RT_Iteration && r.repetitions <= 1;
       if (!median && !only) continue;
-      for (const char* c : {"per_packet", "per_dispatch"})
+      for (const char* c : {"per_packet", "per_dispatch", "per_item", "per_round_trip"})
         if (auto it = r.counters.find(c); it != r.counters.end()) values_[r.run_name.str()] = it->second.value;
       if (auto it = r.counters.find("wall_per_packet"); it != r.counters.end()) walls_[r.run_name.str()] = it->second.value;
     }
@@ -168,6 +173,7 @@ int main(int argc, char** argv) {
   add_published_context();
   bench::register_publish_benchmarks();
   bench::register_e2e_benchmarks();
+  bench::register_peer_benchmarks();
   if (console) {
     ratio_reporter reporter;
     benchmark::RunSpecifiedBenchmarks(&reporter);

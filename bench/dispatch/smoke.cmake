@@ -25,6 +25,15 @@ set(expected
   "publish_isolated/aqueduct_sp/batch:8/threads:1"
   "publish_isolated/peer_hsa_protocol/batch:64/threads:1"
   "publish/aqueduct_sp_prebuilt/batch:64/threads:1"
+  "aqueduct.commit"
+  "queue/boost_spsc/real_time"
+  "queue/moodycamel_rwq/real_time"
+  "queue/moodycamel_cq/producers:2/real_time"
+  "pingpong/real_time"
+  "commands/pm4_dispatch_aqueduct"
+  "commands/pm4_dispatch_peer_by_hand"
+  "commands/sdma_copy_aqueduct"
+  "commands/sdma_copy_peer_by_hand"
   "ratios: aqueduct / peer")
 foreach(name IN LISTS expected)
   string(FIND "${out}" "${name}" at)

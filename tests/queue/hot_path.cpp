@@ -1,9 +1,13 @@
 // The dispatch hot path allocates nothing and touches the device only through the doorbell
 // (DESIGN.md §6): a counting global operator new (this TU replaces it) and a counting doorbell
-// prove it for single- and multi-producer queues, batches and pooled completion signals; on
+// prove it for single- and multi-producer queues, batches and pooled completion signals, for
+// PM4 dispatch commands and SDMA copies (issue 11); on
 // Linux the same path also runs under seccomp strict mode, where any system call is fatal.
 // Each check has a control showing the counter (or the sandbox) does catch a violation.
+#include <aqueduct/arch/target.hpp>
 #include <aqueduct/queue/aql_queue.hpp>
+#include <aqueduct/queue/pm4_queue.hpp>
+#include <aqueduct/queue/sdma_queue.hpp>
 #include <aqueduct/sync/signal_pool.hpp>
 
 #include "allocation_counter.hpp"
@@ -116,7 +120,70 @@ void exercise(memory& m, aqueduct::sync::signal_pool& pool) {
   CHECK(m.doorbell == 500 + 80 + 20 * (2 + 1 + 1 + 4 + 4) - 1);
 }
 
+// PM4 and SDMA rings over ordinary memory, with counting doorbells (no engine: the read pointer
+// is moved by the test between rounds, as a CP that keeps up would).
+struct command_rings {
+  static constexpr std::uint32_t pm4_dwords = 1u << 14;
+  static constexpr std::uint64_t sdma_bytes = 1u << 14;
+  command_rings()
+      : pm4_ring(static_cast<std::uint32_t*>(std::aligned_alloc(64, pm4_dwords * 4))),
+        sdma_ring(static_cast<std::uint32_t*>(std::aligned_alloc(64, sdma_bytes))) {
+    namespace kcp = abi::kernel_code_properties;
+    kd.kernel_code_properties = static_cast<std::uint16_t>(kcp::enable_sgpr_kernarg_segment_ptr::set(0, 1));
+    kd.kernel_code_entry_byte_offset = 256;
+  }
+  ~command_rings() {
+    std::free(pm4_ring);
+    std::free(sdma_ring);
+  }
+  std::uint32_t* pm4_ring;
+  std::uint32_t* sdma_ring;
+  std::uint64_t pm4_w = 0, pm4_r = 0, pm4_db = 0, pm4_rings = 0;
+  std::uint64_t sdma_w = 0, sdma_r = 0, sdma_db = 0, sdma_rings = 0;
+  abi::kernel_descriptor kd{};
+};
+
+// 40 rounds of 10 PM4 dispatches (with a completion value) and 10 SDMA copies; false on a failure.
+template <class Pm4, class Sdma>
+bool command_rounds(command_rings& c, Pm4& pm4, Sdma& sdma) {
+  for (int round = 0; round < 40; ++round) {
+    for (int i = 0; i < 10; ++i) {
+      q::pm4::dispatch_params p;
+      p.kd = &c.kd;
+      p.kd_va = gpu_va(0x100000);
+      p.grid = {4, 1, 1};
+      p.block = {64, 1, 1};
+      p.kernarg = gpu_va(0x200000 + 64 * i);
+      q::pm4_completion done;
+      done.address = gpu_va(0x300000);
+      done.value = static_cast<std::uint64_t>(round * 10 + i);
+      if (!pm4.try_dispatch(p, done, aqueduct::sync::nanoseconds::zero())) return false;
+      if (!sdma.try_copy(gpu_va(0x400000), gpu_va(0x500000 + 4096 * i), 4096, aqueduct::sync::nanoseconds::zero())) return false;
+    }
+    aqueduct::sync::atomic_store(c.pm4_r, aqueduct::sync::atomic_load(c.pm4_w, std::memory_order_acquire), std::memory_order_release);
+    aqueduct::sync::atomic_store(c.sdma_r, aqueduct::sync::atomic_load(c.sdma_w, std::memory_order_acquire), std::memory_order_release);
+  }
+  return true;
+}
+
 }  // namespace
+
+TEST_CASE("PM4 dispatch and SDMA copy: no allocation, one doorbell per command") {
+  command_rings c;
+  q::pm4_queue<aqueduct::arch::gfx11_target, counting_doorbell> pm4({c.pm4_ring, command_rings::pm4_dwords, &c.pm4_w, &c.pm4_r},
+                                                                    counting_doorbell{&c.pm4_db, &c.pm4_rings});
+  q::sdma_queue<abi::sdma::engine::v6_0, counting_doorbell> sdma({c.sdma_ring, command_rings::sdma_bytes, &c.sdma_r, &c.sdma_w},
+                                                                 counting_doorbell{&c.sdma_db, &c.sdma_rings});
+  {
+    count_scope scope;
+    CHECK(command_rounds(c, pm4, sdma));
+    CHECK(allocations.load() == 0);
+  }
+  CHECK(c.pm4_rings == 400);
+  CHECK(c.sdma_rings == 400);
+  CHECK(c.pm4_db == c.pm4_w);  // the doorbell holds the write pointer (dwords)
+  CHECK(c.sdma_db == c.sdma_w);
+}
 
 TEST_CASE("control: the counting operator new counts") {
   count_scope scope;
@@ -219,5 +286,18 @@ TEST_CASE("hot path under seccomp strict mode: no system call at all") {
     return (sm.rings == 300 + 4 && mm.rings == 301 + 4) ? 0 : 13;
   });
   CHECK(rc == 0);  // 1009 would mean SIGKILL: a system call was made
+}
+
+TEST_CASE("PM4 dispatch and SDMA copy under seccomp strict mode: no system call at all") {
+  command_rings c;
+  q::pm4_queue<aqueduct::arch::gfx11_target, counting_doorbell> pm4({c.pm4_ring, command_rings::pm4_dwords, &c.pm4_w, &c.pm4_r},
+                                                                    counting_doorbell{&c.pm4_db, &c.pm4_rings});
+  q::sdma_queue<abi::sdma::engine::v6_0, counting_doorbell> sdma({c.sdma_ring, command_rings::sdma_bytes, &c.sdma_r, &c.sdma_w},
+                                                                 counting_doorbell{&c.sdma_db, &c.sdma_rings});
+  const int rc = run_under_seccomp_strict([&] {
+    if (!command_rounds(c, pm4, sdma)) return 10;
+    return (c.pm4_rings == 400 && c.sdma_rings == 400) ? 0 : 11;
+  });
+  CHECK(rc == 0);
 }
 #endif

@@ -1,7 +1,8 @@
 // runtime: the dispatch path over the REAL emulated path (kfd/ queue on emu::device, the emulated
 // processor attached) makes no heap allocation and no device-file call (DESIGN.md §6): a counting
 // global operator new (this thread only) and a counting device_file wrapper around the emulator
-// prove it, for typed dispatches and barrier packets. Controls show both counters do count.
+// prove it, for typed dispatches and barrier packets, PM4 dispatches and SDMA copies (issue 11).
+// Controls show both counters do count.
 #include "counting_device.hpp"
 #include "host_kernels.hpp"
 
@@ -66,4 +67,46 @@ TEST_CASE("dispatch hot path: no allocation, no device-file call (with controls)
   CHECK(extra.has_value());
   CHECK(allocations.load() > 0);
   CHECK(counts.total_calls.load() - calls_before > 0);
+}
+
+TEST_CASE("PM4 dispatch and SDMA copy hot paths: no allocation, no device-file call") {
+  auto dev = aq::emu::device::create(aq::emu::machine_config::parse("rx7900xtx"));
+  auto counts_ptr = std::make_shared<device_counts>();
+  device_counts& counts = *counts_ptr;
+  auto sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev, counts_ptr), &dev);
+  REQUIRE(sys.has_value());
+  const auto& gpu = sys->default_agent();
+  auto exe = aq::emu::load(gpu, test_kernels());
+  auto store = get<store_kernel>(exe, "store");
+  constexpr std::uint32_t n = 200;  // within the PM4 queue's 256 command slots: no slot-reuse wait
+  auto out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+  auto src = gpu.alloc<std::uint32_t>(1024, rt::memory_kind::host);
+  auto dst = gpu.alloc<std::uint32_t>(1024, rt::memory_kind::host);
+  for (std::uint32_t i = 0; i < 1024; ++i) src[i] = i * 3 + 1, dst[i] = 0;
+  auto p = gpu.make_queue(aq::pm4);
+  auto e = gpu.make_queue(aq::sdma);
+  REQUIRE(p.try_finish(std::chrono::seconds(5)));
+  REQUIRE(e.try_finish(std::chrono::seconds(5)));
+
+  const std::int64_t calls_before = counts.total_calls.load();
+  allocations = 0;
+  counting = true;
+  bool all_ok = true;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    all_ok &= p.try_dispatch(store, rt::grid{1}, rt::block{1}, out, i, i + 1).has_value();
+    all_ok &= e.try_copy(dst.va(), src.va(), 4096).has_value();
+  }
+  counting = false;
+  const std::size_t allocs = allocations.load();
+  const std::int64_t calls = counts.total_calls.load() - calls_before;
+  CHECK(all_ok);
+  CHECK(allocs == 0);
+  CHECK(calls == 0);
+
+  REQUIRE(p.try_finish(std::chrono::seconds(20)));
+  REQUIRE(e.try_finish(std::chrono::seconds(20)));
+  std::uint32_t wrong = 0;
+  for (std::uint32_t i = 0; i < n; ++i) wrong += out[i] != i + 1;
+  for (std::uint32_t i = 0; i < 1024; ++i) wrong += dst[i] != i * 3 + 1;
+  CHECK(wrong == 0);
 }
