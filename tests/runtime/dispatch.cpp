@@ -35,7 +35,10 @@ void check_vadd(const rt::agent& gpu, std::uint32_t n, std::uint16_t block) {
   for (std::uint32_t i = 0; i < n; ++i)
     if (c[i] != 3.0f * static_cast<float>(i) + 0.5f) ++bad;
   CHECK(bad == 0);
-  CHECK(q.read_index() == idx.value() + 1);
+  // The dispatch retired; a wait that had to block also published its wake barrier (one more
+  // packet, docs/runtime.md), which may have retired too.
+  CHECK(q.read_index() >= idx.value() + 1);
+  CHECK(q.read_index() <= idx.value() + 2);
 }
 
 struct env_guard {
