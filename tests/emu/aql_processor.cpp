@@ -321,6 +321,72 @@ TEST_CASE("barrier bit: a dispatch waits for the earlier one only when the bit i
   }
 }
 
+// The HSA specification lets the read index advance once a packet is launched
+// (ROCm/ROCR-Runtime#105: "The read pointer may advance any time after the dispatch packet has
+// been initiated"); completion is only the completion signal. The processor advances it at
+// launch, so a runtime that takes the read index for completion is caught.
+TEST_CASE("launch vs completion: read index and INVALID header at launch, signal at completion, out of order; the barrier bit holds a launch") {
+  queue_fixture f;
+  std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+  std::vector<std::unique_ptr<abi::amd_signal[], aligned_deleter>> sigs;
+  auto gate = gpu_alloc<std::uint32_t>(f.vm, 1, 64);  // 0: the held kernel waits
+  auto out = gpu_alloc<std::uint32_t>(f.vm, 4);
+  auto kernarg = gpu_alloc<std::uint64_t>(f.vm, 2, 64);
+  kernarg[0] = va(gate.get());
+  kernarg[1] = va(out.get());
+  // held: every workgroup waits for the gate, then out[group] = 1. mark: out[3] = 7.
+  f.registry.add("held", [](emu::workgroup_context& wg) {
+    const std::uint64_t ka = wg.wave(0).sgpr64(0);
+    const auto g = wg.load<std::uint64_t>(ka), o = wg.load<std::uint64_t>(ka + 8);
+    while (std::atomic_ref<std::uint32_t>(*wg.ptr<std::uint32_t>(g)).load(std::memory_order_acquire) == 0) std::this_thread::yield();
+    wg.store<std::uint32_t>(o + 4ull * wg.wave(0).sgpr[2], 1);
+  });
+  f.registry.add("mark", [](emu::workgroup_context& wg) {
+    const auto o = wg.load<std::uint64_t>(wg.wave(0).sgpr64(0) + 8);
+    wg.store<std::uint32_t>(o + 12, 7);
+  });
+  const auto kd = descriptor(abi::kernel_code_properties::enable_sgpr_kernarg_segment_ptr::mask, 2, 16);
+  const auto held = make_kernel_object(f.vm, kos, kd, "held"), mark = make_kernel_object(f.vm, kos, kd, "mark");
+  abi::amd_signal* sig_held = make_signal(f.vm, sigs, 1);
+  abi::amd_signal* sig_mark = make_signal(f.vm, sigs, 1);
+  abi::amd_signal* sig_after = make_signal(f.vm, sigs, 1);
+  f.submit(dispatch_1d(held, va(kernarg.get()), 2, 1, va(sig_held)));  // 2 workgroups: the worker pool runs them
+  f.submit(dispatch_1d(mark, va(kernarg.get()), 1, 1, va(sig_mark)));  // no barrier bit
+  const auto until = [](auto pred) {
+    const auto end = std::chrono::steady_clock::now() + 5s;
+    while (!pred() && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(1ms);
+    return pred();
+  };
+  // Both launched: the read index passed them and their slots are INVALID while `held` runs.
+  REQUIRE(until([&] { return f.read_index() == 2; }));
+  for (int i = 0; i < 2; ++i) {
+    std::uint16_t h;
+    std::memcpy(&h, f.ring[i].bytes, 2);
+    CHECK(abi::header_type(h) == abi::packet_type::invalid);
+  }
+  // The later packet completes first.
+  REQUIRE(until([&] { return load(sig_mark) == 0; }));
+  CHECK(out[3] == 7u);
+  CHECK(load(sig_held) == 1);
+  CHECK(out[0] == 0u);
+  CHECK(f.proc->completed() == 0);  // every packet below 0: packet 0 is still running
+  CHECK_FALSE(f.proc->wait_retired(1, 100ms));
+  // A packet with the barrier bit is not launched while an earlier one runs.
+  f.submit(dispatch_1d(mark, va(kernarg.get()), 1, 1, va(sig_after), true));
+  std::this_thread::sleep_for(100ms);
+  CHECK(f.read_index() == 2);
+  CHECK(load(sig_after) == 1);
+  std::atomic_ref<std::uint32_t>(gate[0]).store(1, std::memory_order_release);
+  REQUIRE(f.proc->wait_retired(3, 5s));
+  CHECK(load(sig_held) == 0);
+  CHECK(load(sig_after) == 0);
+  CHECK(out[0] == 1u);
+  CHECK(out[1] == 1u);
+  CHECK(f.read_index() == 3);
+  CHECK(f.proc->completed() == 3);
+  CHECK_FALSE(f.proc->has_error());
+}
+
 TEST_CASE("barrier-AND and barrier-OR stall the queue until their dependencies reach 0") {
   queue_fixture f;
   std::vector<std::unique_ptr<abi::amd_signal[], aligned_deleter>> sigs;

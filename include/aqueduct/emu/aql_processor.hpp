@@ -3,20 +3,31 @@
 // Layer: emu. One `aql_processor` per AQL queue, on its own thread, does what the GPU's CP does
 // (DESIGN.md §4, spec/packets.md §5.5): it reads the slot at its read index as soon as the
 // header (dword 0, acquire load) is valid — before the doorbell if it likes — honours the
-// barrier bit (waits for every earlier packet to complete), launches kernel dispatches onto a
-// small worker pool (one host call per workgroup, emu/host_kernel.hpp), runs barrier-AND,
-// barrier-OR and AMD barrier-value packets, and retires packets IN ORDER: header set to
-// INVALID (release), read index advanced (release), then the completion signal decremented
-// with the packet's release scope (none → relaxed) and its event notified (mailbox write of
-// event_id, then `event_notifier::signal_event`). A malformed packet stops the queue in an
-// error state (`error()`, with the packet decoded); nothing is thrown into the process.
-// Adversarial mode spins on the header and re-reads the body after a pause: a body written
-// after its header is reported (and ThreadSanitizer sees the racing plain stores).
+// barrier bit (a packet with it is not launched before every earlier packet has completed),
+// launches kernel dispatches onto a small worker pool (one host call per workgroup,
+// emu/host_kernel.hpp), and runs barrier-AND, barrier-OR and AMD barrier-value packets (a barrier
+// packet holds the queue until it is satisfied).
+// Launch and completion are two events, as on hardware:
+//   launch: the packet is copied out of its slot, the header set to INVALID (release) and the
+//     read index advanced (release) — the slot is the producer's again. The HSA specification
+//     lets the read index advance any time after a packet is launched (ROCm/ROCR-Runtime#105,
+//     AMD: "The read pointer may advance any time after the dispatch packet has been
+//     initiated"), so read_dispatch_id says nothing about completion; this processor advances
+//     it at launch, the earliest moment, so that a runtime treating it as completion fails here.
+//   completion: when its workgroups have run (dispatch) or it is satisfied (barrier), the
+//     completion signal is decremented with the packet's release scope (none → relaxed) and its
+//     event notified (mailbox write of event_id, then `event_notifier::signal_event`). Packets
+//     without the barrier bit complete in any order (a short kernel after a long one completes
+//     first), as on hardware.
+// A malformed packet stops the queue in an error state (`error()`, with the packet decoded);
+// nothing is thrown into the process. A faulting dispatch stops the queue: nothing completes
+// after it. Adversarial mode spins on the header and re-reads the body after a pause: a body
+// written after its header is reported (and ThreadSanitizer sees the racing plain stores).
 //
 // It depends only on three small interfaces: `vm_access` (is a range mapped, where is it),
 // `event_notifier`, and `aql_queue_binding` (where the ring and the read/write indexes are).
-// Thread safety: ring_doorbell/notify/error/read_index/wait_retired may be called from any
-// thread. The vm_access, event_notifier and registry must outlive the processor.
+// Thread safety: ring_doorbell/notify/error/read_index/completed/wait_retired may be called from
+// any thread. The vm_access, event_notifier and registry must outlive the processor.
 #pragma once
 
 #include <aqueduct/abi/amd_queue.hpp>
@@ -130,12 +141,16 @@ class aql_processor : public queue_wakeup {
     std::lock_guard lock(err_mu_);
     return error_;
   }
-  // Packets retired (the read index the processor last published).
-  [[nodiscard]] std::uint64_t read_index() const noexcept { return retired_.load(std::memory_order_acquire); }
+  // Packets launched: the read index the processor last published (not a completion).
+  [[nodiscard]] std::uint64_t read_index() const noexcept {
+    return std::atomic_ref<const std::uint64_t>(*rptr_).load(std::memory_order_acquire);
+  }
+  // Every packet below this index has completed (its completion signal was decremented).
+  [[nodiscard]] std::uint64_t completed() const noexcept { return retired_.load(std::memory_order_acquire); }
   [[nodiscard]] const aql_queue_binding& binding() const noexcept { return b_; }
 
-  // Blocks until `index` packets are retired (true), or the timeout passes, or the queue is in
-  // error and nothing more will retire (false).
+  // Blocks until every packet below `index` has completed (true), or the timeout passes, or the
+  // queue is in error and nothing more will complete (false).
   bool wait_retired(std::uint64_t index, std::chrono::milliseconds timeout) const {
     retire_waiters_.fetch_add(1, std::memory_order_seq_cst);  // retire() notifies only if someone waits
     std::unique_lock lock(mu_);
@@ -143,7 +158,7 @@ class aql_processor : public queue_wakeup {
                       return retired_.load(std::memory_order_seq_cst) >= index ||
                              (has_error() && (quiet_.load(std::memory_order_acquire)));
                     }) &&
-                    read_index() >= index;
+                    completed() >= index;
     retire_waiters_.fetch_sub(1, std::memory_order_relaxed);
     return ok;
   }
@@ -259,6 +274,7 @@ class aql_processor : public queue_wakeup {
           }
           auto e = push_inflight(snap, h);
           e->complete.store(true, std::memory_order_release);
+          release_slot(snap);  // launched and, being satisfied, complete: it retires below
           advanced = true;
           break;
         }
@@ -321,6 +337,18 @@ class aql_processor : public queue_wakeup {
     e->release_scope = h.release_scope;
     inflight_.push_back(std::move(e));
     return inflight_.back().get();
+  }
+
+  // Launch of the packet at launch_: its slot goes back to the producer — header INVALID (the
+  // upper half of dword 0 kept), then the read index past it, both release. The processor never
+  // reads or writes the slot again (the packet lives on in its snapshot).
+  void release_slot(const abi::aql_slot& snap) noexcept {
+    abi::aql_slot& slot = ring_[launch_ & (slots_ - 1)];
+    std::uint32_t dw0;
+    std::memcpy(&dw0, snap.bytes, 4);
+    dw0 = (dw0 & 0xFFFF0000u) | static_cast<std::uint32_t>(abi::packet_type::invalid);
+    std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(slot.bytes)).store(dw0, std::memory_order_release);
+    std::atomic_ref<std::uint64_t>(*rptr_).store(launch_ + 1, std::memory_order_release);
   }
 
   void fail(aql_fault f, std::uint64_t index, const abi::aql_slot& snap, std::uint64_t address, const std::string& why) {
@@ -501,6 +529,7 @@ class aql_processor : public queue_wakeup {
     if (profiling && p.completion_signal != 0)
       std::atomic_ref<std::uint64_t>(host<abi::amd_signal>(p.completion_signal)->start_ts)
           .store(events_.timestamp(), std::memory_order_relaxed);
+    release_slot(snap);  // launched: the slot is the producer's again before any workgroup runs
     if (opt_.workers == 0 || job->total_wg <= opt_.inline_max_workgroups) {
       for (std::uint64_t i = 0; i < job->total_wg && !job->faulted.load(std::memory_order_relaxed); ++i)
         run_workgroup(inline_executor_, *job, i);
@@ -515,11 +544,18 @@ class aql_processor : public queue_wakeup {
     return true;
   }
 
-  // Retires completed packets in order.
+  // Completes every launched packet whose work is done, in index order among them but not
+  // waiting for earlier ones that are still running (hardware completes packets without the
+  // barrier bit in any order). A faulted dispatch stops the queue: nothing completes after it
+  // is found. Then publishes the completed prefix (completed(), wait_retired).
   void retire() {
-    while (!dead_ && !inflight_.empty()) {
-      inflight& e = *inflight_.front();
-      if (!(e.job ? e.job->complete : e.complete).load(std::memory_order_acquire)) return;
+    bool any = false;
+    for (std::size_t i = 0; !dead_ && i < inflight_.size();) {
+      inflight& e = *inflight_[i];
+      if (!(e.job ? e.job->complete : e.complete).load(std::memory_order_acquire)) {
+        ++i;
+        continue;
+      }
       if (e.job && e.job->faulted.load(std::memory_order_acquire)) {
         std::string why;
         aql_fault f;
@@ -530,23 +566,16 @@ class aql_processor : public queue_wakeup {
           addr = e.job->fault_address;
           why = e.job->fault_detail;
         }
-        dead_ = true;  // the queue is dead: nothing after the faulting dispatch retires
+        dead_ = true;  // the queue is dead: nothing completes after the faulting dispatch
         quiet_.store(true, std::memory_order_release);
         fail(f, e.index, e.packet, addr, why);
-        return;
+        break;
       }
       if (e.signal != 0 && e.job && b_.amd_queue_va != 0 &&
           abi::amd_queue_properties::enable_profiling::get(
               std::atomic_ref<std::uint32_t>(host<abi::amd_queue>(b_.amd_queue_va)->queue_properties)
                   .load(std::memory_order_relaxed)))
         std::atomic_ref<std::uint64_t>(host<abi::amd_signal>(e.signal)->end_ts).store(events_.timestamp(), std::memory_order_relaxed);
-      // Release the slot: header INVALID (keep the upper half of dword 0), then the read index.
-      abi::aql_slot& slot = ring_[e.index & (slots_ - 1)];
-      std::uint32_t dw0;
-      std::memcpy(&dw0, e.packet.bytes, 4);
-      dw0 = (dw0 & 0xFFFF0000u) | static_cast<std::uint32_t>(abi::packet_type::invalid);
-      std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(slot.bytes)).store(dw0, std::memory_order_release);
-      std::atomic_ref<std::uint64_t>(*rptr_).store(e.index + 1, std::memory_order_release);
       // Completion signal with the packet's release scope, then its event.
       if (e.signal != 0) {
         auto* sig = host<abi::amd_signal>(e.signal);
@@ -560,15 +589,17 @@ class aql_processor : public queue_wakeup {
           events_.signal_event(id);
         }
       }
-      retired_.store(e.index + 1, std::memory_order_seq_cst);
-      inflight_.front()->job.reset();
-      spare_inflight_.push_back(std::move(inflight_.front()));
-      inflight_.pop_front();
-      if (inflight_.empty() && has_error()) quiet_.store(true, std::memory_order_release);
-      if (retire_waiters_.load(std::memory_order_seq_cst) != 0) {
-        { std::lock_guard lock(mu_); }  // pairs with wait_retired's predicate check
-        retire_cv_.notify_all();
-      }
+      inflight_[i]->job.reset();
+      spare_inflight_.push_back(std::move(inflight_[i]));
+      inflight_.erase(inflight_.begin() + static_cast<std::ptrdiff_t>(i));
+      any = true;
+    }
+    if (!any) return;
+    retired_.store(inflight_.empty() ? launch_ : inflight_.front()->index, std::memory_order_seq_cst);
+    if (inflight_.empty() && has_error()) quiet_.store(true, std::memory_order_release);
+    if (retire_waiters_.load(std::memory_order_seq_cst) != 0) {
+      { std::lock_guard lock(mu_); }  // pairs with wait_retired's predicate check
+      retire_cv_.notify_all();
     }
   }
 

@@ -49,6 +49,14 @@ struct aql_queue_memory {
   abi::amd_queue* descriptor = nullptr;  // write_dispatch_id / read_dispatch_id live here
   abi::aql_slot* ring = nullptr;         // `size` slots, 64-byte aligned
   std::uint32_t size = 0;                // in packets, a power of two
+  // What bounds a claim: slot i may be written for packet i + size once *reuse_bound > i. Null:
+  // the packet processor's read_dispatch_id (the slot is free once its packet is launched). A
+  // runtime that keeps per-slot data a packet uses until it COMPLETES (kernargs, a completion
+  // signal) passes its own completion frontier instead, and `refresh` — called on the cold path
+  // when a claim finds the ring full by that bound, before it retries — brings it up to date.
+  const std::uint64_t* reuse_bound = nullptr;
+  void (*refresh)(void* context) noexcept = nullptr;
+  void* refresh_context = nullptr;
 };
 
 namespace detail {
@@ -129,7 +137,8 @@ class aql_queue {
       sync::atomic_store(mem.descriptor->read_dispatch_id, 0, std::memory_order_release);
       sync::atomic_store(mem.descriptor->write_dispatch_id, 0, std::memory_order_release);
     }
-    reserver_ = ring_reserver<P>(mem.descriptor->write_dispatch_id, mem.descriptor->read_dispatch_id, mem.size);
+    reserver_ = ring_reserver<P>(mem.descriptor->write_dispatch_id,
+                                 mem.reuse_bound ? *mem.reuse_bound : mem.descriptor->read_dispatch_id, mem.size);
   }
   aql_queue(const aql_queue&) = delete;
   aql_queue& operator=(const aql_queue&) = delete;
@@ -286,7 +295,13 @@ class aql_queue {
 
   // ---- state and diagnostics -------------------------------------------------------------------
   [[nodiscard]] std::uint32_t size() const noexcept { return mem_.size; }
-  [[nodiscard]] std::uint64_t read_index() const noexcept { return reserver_.read_index(std::memory_order_acquire); }
+  // The packet processor's read_dispatch_id: packets below it were launched (not necessarily
+  // completed: hardware may advance it as soon as a packet is launched).
+  [[nodiscard]] std::uint64_t read_index() const noexcept {
+    return sync::atomic_load(mem_.descriptor->read_dispatch_id, std::memory_order_acquire);
+  }
+  // What claims are bounded by: read_index(), or the caller's reuse_bound (aql_queue_memory).
+  [[nodiscard]] std::uint64_t reuse_bound() const noexcept { return reserver_.read_index(std::memory_order_acquire); }
   [[nodiscard]] std::uint64_t write_index() const noexcept { return reserver_.write_index(std::memory_order_acquire); }
   [[nodiscard]] abi::amd_queue* descriptor() const noexcept { return mem_.descriptor; }
   [[nodiscard]] abi::aql_slot* ring() const noexcept { return mem_.ring; }
@@ -302,6 +317,10 @@ class aql_queue {
                   static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(mem_.ring)),
                   static_cast<unsigned long long>(r), static_cast<unsigned long long>(w));
     out += buf;
+    if (mem_.reuse_bound) {
+      std::snprintf(buf, sizeof buf, ", slots reusable below %llu", static_cast<unsigned long long>(reuse_bound()));
+      out += buf;
+    }
     if (r == w) {
       out += "; empty";
       return;
@@ -370,19 +389,25 @@ class aql_queue {
 
   AQUEDUCT_NOINLINE result<ring_span> wait_and_claim(std::uint32_t n, sync::nanoseconds timeout) {
     ring_span s;
-    if (reserver_.try_claim(n, s)) return s;
+    if (refreshed_claim(n, s)) return s;
     if (timeout > sync::nanoseconds::zero()) {
       const auto start = sync::clock::now();
       const auto deadline = sync::deadline_after(timeout);
       sync::backoff bo;
       while (sync::clock::now() < deadline) {
         bo.pause();
-        if (reserver_.try_claim(n, s)) return s;
+        if (refreshed_claim(n, s)) return s;
       }
-      if (reserver_.try_claim(n, s)) return s;
+      if (refreshed_claim(n, s)) return s;
       return full(n, sync::clock::now() - start);
     }
     return full(n, sync::nanoseconds::zero());
+  }
+
+  // A claim after the caller's reuse bound was brought up to date (cold path).
+  bool refreshed_claim(std::uint32_t n, ring_span& s) noexcept {
+    if (mem_.refresh) mem_.refresh(mem_.refresh_context);
+    return reserver_.try_claim(n, s);
   }
 
   AQUEDUCT_NOINLINE failure full(std::uint32_t n, sync::nanoseconds waited) const {

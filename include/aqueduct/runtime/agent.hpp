@@ -181,11 +181,21 @@ class agent {
   // As ROCr: the ring INVALID-filled and the amd_queue initialised BEFORE CREATE_QUEUE — the
   // device may start fetching as soon as the queue is mapped.
   const std::uint32_t ring_slots = static_cast<std::uint32_t>(ko.ring_size.value / abi::aql_packet_size);
+  // One completion signal per slot (runtime/detail/aql_slots.hpp), in memory the device writes.
+  AQUEDUCT_TRY(st->signal_memory, k::buffer<detail::file_type>::try_allocate(
+                                      a.sys->ref(), *a.node, byte_count(std::uint64_t{ring_slots} * sizeof(abi::amd_signal)),
+                                      k::memory_use::host));
+  st->slots.attach(static_cast<abi::amd_signal*>(st->signal_memory.host()), ring_slots);
   AQUEDUCT_TRY(st->res, k::queue_resources<detail::file_type>::try_create(
                             a.sys->ref(), *a.node, *doorbells, ko, [&](k::buffer_ref ring, k::buffer_ref ptrs) {
                               st->desc = ptrs.as<abi::amd_queue>();
-                              st->aql.emplace(aqueduct::ring::aql_queue_memory{st->desc, ring.as<abi::aql_slot>(), ring_slots},
-                                              queue_doorbell{}, true);
+                              // Claims are bounded by completion, not by the read index: a slot's
+                              // kernargs and signal are reused only after its packet completed.
+                              aqueduct::ring::aql_queue_memory m{st->desc, ring.as<abi::aql_slot>(), ring_slots};
+                              m.reuse_bound = st->slots.free_word();
+                              m.refresh = &detail::queue_state::refresh_slots;
+                              m.refresh_context = st.get();
+                              st->aql.emplace(m, queue_doorbell{}, true);
                             }));
   const std::uint32_t slots = st->res.ring_size() / static_cast<std::uint32_t>(abi::aql_packet_size);
   if (slots != ring_slots) return failure(errc::invalid_argument, "CREATE_QUEUE resized the AQL ring");
@@ -194,12 +204,10 @@ class agent {
                                  k::memory_use::host));
   AQUEDUCT_TRY(st->event, a.sys->try_make_event(*a.node));
   auto* page = static_cast<std::byte*>(st->res.pointers().host);
-  st->progress = reinterpret_cast<abi::amd_signal*>(page + queue::progress_signal_offset);
-  // The progress signal asks for no interrupt; the wake signal does, and only a waiter about to
+  // The slots' signals ask for no interrupt; the wake signal does, and only a waiter about to
   // block puts it on a packet (queue::arm_wake).
-  sync::signal_ref::initialize(*st->progress, queue::progress_start);
   st->wake = reinterpret_cast<abi::amd_signal*>(page + queue::wake_signal_offset);
-  sync::signal_ref::initialize(*st->wake, queue::progress_start, st->event.mailbox_va().value, st->event.id());
+  sync::signal_ref::initialize(*st->wake, queue::wake_start, st->event.mailbox_va().value, st->event.id());
   st->port = kfd::queue_port_of(a.sys->driver.file(), st->res.queue_id());
   st->aql->get_doorbell() = queue_doorbell{static_cast<std::uint64_t*>(st->res.doorbell()), st->port};
   if (st->port && st->port->faulted())

@@ -4,20 +4,28 @@
 // Layer: runtime. Made by agent::try_make_queue, which visits the agent's family once
 // (arch::visit_family) and then creates, exactly as on /dev/kfd: the ring, the pointer page that
 // holds the abi::amd_queue (CREATE_QUEUE's read/write pointers are its read_dispatch_id /
-// write_dispatch_id), EOP and CWSR areas (kfd::queue_resources), a kernarg area of one slot per
-// ring slot, and one KFD signal event. Packets carry the queue's "progress" signal, which asks
-// for no interrupt: waits spin for wait_policy::spin_for on the read index; a waiter that must
-// then block first publishes one barrier-AND packet (barrier bit set) whose completion signal,
-// "wake", has the event's mailbox — so the device raises one interrupt per blocking wait, after
-// everything before it has retired, and none for a wait that ended spinning (issue 11). It then
-// blocks in AMDKFD_IOC_WAIT_EVENTS. When the ring is too full for that packet, it polls with
-// back-off (sleeps of up to 1 ms) instead.
-// Dispatch path (ring::aql_queue, multi-producer): claim a slot (CAS bounded by the read index;
-// a full ring waits up to the caller's timeout, then errc::queue_full with the queue decoded) →
-// kernargs into the slot's kernarg area (slot i's kernargs are reused only when packet i has
-// retired) → packet body → header release-store → doorbell. No allocation, no system call, no
-// lock, no virtual call on the real device; on an in-process device the doorbell store is also
-// handed to the device's queue port (core/queue_port.hpp), the one thing it cannot observe.
+// write_dispatch_id), EOP and CWSR areas (kfd::queue_resources), per ring slot a kernarg area
+// and a completion signal, and one KFD signal event.
+// Completion is the completion signal, never the read index (hardware may advance
+// read_dispatch_id as soon as it launched a packet; packets without the barrier bit complete in
+// any order): packet t carries its slot's signal, which says whether packet t completed
+// (runtime/detail/aql_slots.hpp). Those signals ask for no interrupt: waits spin for
+// wait_policy::spin_for on the ticket's signal; a waiter that must then block first publishes
+// one barrier-AND packet (barrier bit set) whose completion signal, "wake", has the event's
+// mailbox — so the device raises one interrupt per blocking wait, after everything before it
+// has completed, and none for a wait that ended spinning (issue 11). It then blocks in
+// AMDKFD_IOC_WAIT_EVENTS. When the ring is too full for that packet, it polls with back-off
+// (sleeps of up to 1 ms) instead. A wait on a packet that does not carry its slot's signal (a
+// raw packet written through aql()) publishes one barrier-bit "marker" packet behind it and
+// waits for that.
+// Dispatch path (ring::aql_queue, multi-producer): claim a slot (CAS bounded by the completion
+// frontier: slot i — ring slot, kernarg area, signal — is reused for packet i + size only after
+// packet i COMPLETED; a full ring waits up to the caller's timeout, then errc::queue_full with
+// the queue decoded) → kernargs into the slot's kernarg area → the slot's signal set pending
+// (one plain store) → packet body → header release-store → doorbell. No allocation, no system
+// call, no lock, no virtual call on the real device; on an in-process device the doorbell store
+// is also handed to the device's queue port (core/queue_port.hpp), the one thing it cannot
+// observe.
 // The runtime knows no engine: a queue whose device reports it stopped (queue_port::fault) makes
 // waits and a dispatch into its full ring return that failure instead of blocking.
 // Destruction drains (bounded by queue_options::drain_timeout), then DESTROY_QUEUE, then frees.
@@ -34,6 +42,7 @@
 #include <aqueduct/kfd/queue_resources.hpp>
 #include <aqueduct/queue/aql_packets.hpp>
 #include <aqueduct/queue/aql_queue.hpp>
+#include <aqueduct/runtime/detail/aql_slots.hpp>
 #include <aqueduct/runtime/detail/progress_wait.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/runtime/kernel.hpp>
@@ -71,8 +80,11 @@ struct dispatch_options {
   bool barrier = false;                        // wait for every earlier packet to complete
   aqueduct::ring::fences scopes = aqueduct::ring::fences::system();
   std::uint32_t dynamic_lds_bytes = 0;
-  // An extra signal decremented at completion (none = only the queue's own progress signal).
-  // The queue's progress signal is then not used for this packet's wake-up.
+  // A signal of the caller's, decremented once the dispatch has completed (none: only the
+  // queue's own per-slot signal). A packet carries one completion signal, and the dispatch keeps
+  // its slot's (so its ticket and kernargs stay tracked): this one is decremented by a second
+  // packet, a barrier-AND with the barrier bit behind it — which also holds later packets of
+  // this queue until every earlier one has completed.
   sync::signal_ref completion_signal{};
 };
 
@@ -98,12 +110,19 @@ struct queue_state {
   std::string target_name;
   kfd::queue_resources<file_type> res;
   kfd::buffer<file_type> kernargs;
+  kfd::buffer<file_type> signal_memory;  // one abi::amd_signal per ring slot
   kfd::event<file_type> event;
   abi::amd_queue* desc = nullptr;
-  abi::amd_signal* progress = nullptr;
   abi::amd_signal* wake = nullptr;  // with the event's mailbox: only on the packets arm_wake() posts
+  aql_slot_signals slots;           // which packets completed (detail/aql_slots.hpp)
   std::optional<aqueduct::ring::aql_queue_mp<queue_doorbell>> aql;
   aqueduct::queue_port* port = nullptr;  // the device's port for this queue (null on /dev/kfd)
+
+  // ring::aql_queue_memory::refresh: the claims' bound (slots.free) brought up to date.
+  static void refresh_slots(void* self) noexcept {
+    auto& st = *static_cast<queue_state*>(self);
+    st.slots.refresh(sync::atomic_load(st.desc->read_dispatch_id, std::memory_order_acquire));
+  }
 };
 
 }  // namespace detail
@@ -111,10 +130,9 @@ struct queue_state {
 class queue {
  public:
   using aql_type = aqueduct::ring::aql_queue_mp<queue_doorbell>;
-  // Where the progress signal lives in the pointer page (after the 256-byte amd_queue).
-  static constexpr std::size_t progress_signal_offset = 512;
+  // Where the wake signal lives in the pointer page (after the 256-byte amd_queue).
   static constexpr std::size_t wake_signal_offset = 576;
-  static constexpr std::int64_t progress_start = std::int64_t{1} << 62;
+  static constexpr std::int64_t wake_start = std::int64_t{1} << 62;
 
   queue() = default;
   explicit queue(std::unique_ptr<detail::queue_state> s) noexcept : s_(std::move(s)) {}
@@ -181,29 +199,41 @@ class queue {
     aqueduct::ring::barrier_and p;
     for (std::size_t i = 0; i < deps.size(); ++i) p.deps[i] = deps[i].handle();
     p.barrier = barrier;
-    p.completion_signal = progress_handle();
     auto rr = s_->aql->try_reserve(1);
-    if (AQUEDUCT_UNLIKELY(!rr)) rr = reserve_slow(timeout);
+    if (AQUEDUCT_UNLIKELY(!rr)) rr = reserve_slow(1, timeout);
     if (AQUEDUCT_UNLIKELY(!rr)) return std::move(rr).get_failure();
+    const std::uint64_t index = rr->index(0);
+    s_->slots.arm(index);
+    p.completion_signal = s_->slots.handle(index);
     rr->write(0, aqueduct::ring::make_packet(p));
     rr->publish();
-    return ticket_for(rr->index(0));
+    return ticket_for(index);
   }
 
   // ---- waits --------------------------------------------------------------------------------------
-  // Until the ticket's packet has retired (its completion is visible to the host). A ticket of
-  // another queue is errc::invalid_argument (naming both queues); errc::timeout with the queue
-  // decoded; on the emulator errc::queue_error / device_fault when the processor stopped.
+  // Until the ticket's packet has completed (its completion signal was decremented: its results
+  // are visible to the host). A ticket of another queue is errc::invalid_argument (naming both
+  // queues); errc::timeout with the queue decoded; on the emulator errc::queue_error /
+  // device_fault when the processor stopped.
   [[nodiscard]] result<void> try_wait(aql_ticket t, sync::nanoseconds timeout = sync::infinite) const {
     if (AQUEDUCT_UNLIKELY(!s_)) return empty_queue();
     if (AQUEDUCT_UNLIKELY(!t.issued_by(s_.get()))) return failure(errc::invalid_argument, t.mismatch(queue_id()));
-    return wait_until(t.value() + 1, timeout);
+    if (AQUEDUCT_LIKELY(s_->slots.of(t.value()) == detail::aql_slot_signals::state::complete)) return ok();
+    std::optional<std::uint64_t> marker;
+    return wait_on([&] { return packet_complete(t.value(), marker); }, t.value(), false, timeout);
   }
   void wait(aql_ticket t, sync::nanoseconds timeout = sync::infinite) const { try_wait(t, timeout).value(); }
-  // Until every packet reserved so far has retired.
+  // Whether the ticket's packet has completed, without waiting (false also for a packet whose
+  // completion this queue cannot see — a raw packet through aql() — until a later wait proves it).
+  [[nodiscard]] bool completed(aql_ticket t) const noexcept {
+    return s_ && t.issued_by(s_.get()) && s_->slots.complete(t.value());
+  }
+  // Until every packet reserved so far has completed.
   [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const {
     if (AQUEDUCT_UNLIKELY(!s_)) return empty_queue();
-    return wait_until(s_->aql->write_index(), timeout);
+    const std::uint64_t end = s_->aql->write_index();
+    std::optional<std::uint64_t> marker;
+    return wait_on([&] { return all_complete(end, marker); }, end, true, timeout);
   }
   void finish(sync::nanoseconds timeout = sync::infinite) const { try_finish(timeout).value(); }
   // The ticket of packet `index` of this queue (e.g. of a packet written through aql()).
@@ -213,6 +243,7 @@ class queue {
 
   // ---- state ----------------------------------------------------------------------------------------
   [[nodiscard]] std::uint32_t size() const noexcept { return s_->aql->size(); }
+  // read_dispatch_id: packets below it were LAUNCHED (not necessarily completed).
   [[nodiscard]] std::uint64_t read_index() const noexcept { return s_->aql->read_index(); }
   [[nodiscard]] std::uint64_t write_index() const noexcept { return s_->aql->write_index(); }
   [[nodiscard]] std::uint32_t queue_id() const noexcept { return s_->res.queue_id(); }
@@ -227,7 +258,8 @@ class queue {
   [[nodiscard]] std::optional<failure> fault() const {
     return s_->port && s_->port->faulted() ? s_->port->fault() : std::nullopt;
   }
-  [[nodiscard]] std::uint64_t progress_handle() const noexcept { return reinterpret_cast<std::uintptr_t>(s_->progress); }
+  // The completion signal packet `index` carries when the runtime wrote it.
+  [[nodiscard]] std::uint64_t slot_signal_handle(std::uint64_t index) const noexcept { return s_->slots.handle(index); }
   // The signal whose completion raises the queue's event (interrupt), for waiters about to block.
   [[nodiscard]] std::uint64_t wake_handle() const noexcept { return reinterpret_cast<std::uintptr_t>(s_->wake); }
   [[nodiscard]] const kfd::queue_resources<detail::file_type>& resources() const noexcept { return s_->res; }
@@ -236,6 +268,7 @@ class queue {
   void describe(std::string& out) const {
     out += "queue " + std::to_string(queue_id()) + " (" + s_->target_name + "): ";
     s_->aql->describe(out);
+    out += "; every packet below " + std::to_string(s_->slots.done()) + " completed";
     if (auto f = fault()) out += "; device: " + std::string(f->detail());
   }
 
@@ -244,8 +277,9 @@ class queue {
     if (!s_) return;
     if (s_->aql && !(s_->port && s_->port->faulted())) (void)try_finish(s_->opt.drain_timeout);
     s_->aql.reset();
-    s_->res.reset();
+    s_->res.reset();  // DESTROY_QUEUE: the device no longer reads kernargs or writes signals
     s_->kernargs.reset();
+    s_->signal_memory.reset();
     s_->event.reset();
     s_.reset();
   }
@@ -257,17 +291,20 @@ class queue {
   [[nodiscard]] std::uint64_t kernarg_va(std::uint64_t index) const noexcept {
     return s_->kernargs.va().value + (index & (s_->aql->size() - 1)) * s_->opt.kernarg_bytes;
   }
-  // The hot path: one claim, kernargs into the slot's kernarg area, the packet in place, header,
-  // doorbell (ring::aql_queue::try_submit_indexed) — no reservation object, nothing else. A full
-  // ring takes the reservation path below, which waits (bounded) and reports a stopped queue.
+  // The hot path: one claim, kernargs into the slot's kernarg area, the slot's signal pending,
+  // the packet in place, header, doorbell (ring::aql_queue::try_submit_indexed) — no reservation
+  // object, nothing else. A full ring takes the reservation path below, which waits (bounded) and
+  // reports a stopped queue; a caller's completion signal takes the two-packet path.
   template <class Write>
   AQUEDUCT_ALWAYS_INLINE result<aql_ticket> submit(const dispatch_options& o, const untyped_kernel& k, grid g, block b,
                                                    Write&& write_kernargs) {
+    if (AQUEDUCT_UNLIKELY(static_cast<bool>(o.completion_signal))) return submit_signalled(o, k, g, b, write_kernargs);
     detail::queue_state& st = *s_;
     auto idx = st.aql->try_submit_indexed([&](std::uint64_t index) {
       std::byte* ka = static_cast<std::byte*>(st.kernargs.host()) + (index & (st.aql->size() - 1)) * st.opt.kernarg_bytes;
       write_kernargs(ka);
       k.hidden.put(ka, k.kernarg_size, g, b);
+      st.slots.arm(index);
       return packet_for(o, k, g, b, index);
     });
     if (AQUEDUCT_LIKELY(idx.has_value())) return ticket_for(*idx);
@@ -277,13 +314,35 @@ class queue {
   AQUEDUCT_NOINLINE result<aql_ticket> submit_reserved(const dispatch_options& o, const untyped_kernel& k, grid g, block b,
                                                        Write& write_kernargs) {
     auto rr = s_->aql->try_reserve(1);
-    if (AQUEDUCT_UNLIKELY(!rr)) rr = reserve_slow(o.timeout);
+    if (AQUEDUCT_UNLIKELY(!rr)) rr = reserve_slow(1, o.timeout);
     if (AQUEDUCT_UNLIKELY(!rr)) return std::move(rr).get_failure();
     auto& r = *rr;
     const std::uint64_t index = r.index(0);
     write_kernargs(kernarg_slot(index));
     k.hidden.put(kernarg_slot(index), k.kernarg_size, g, b);
+    s_->slots.arm(index);
     r.write(0, packet_for(o, k, g, b, index));
+    r.publish();
+    return ticket_for(index);
+  }
+  // The dispatch (tracked by its slot's signal, as always), then a barrier-AND with the barrier
+  // bit whose completion signal is the caller's: it completes once every earlier packet did.
+  template <class Write>
+  AQUEDUCT_NOINLINE result<aql_ticket> submit_signalled(const dispatch_options& o, const untyped_kernel& k, grid g, block b,
+                                                        Write& write_kernargs) {
+    auto rr = s_->aql->try_reserve(2);
+    if (AQUEDUCT_UNLIKELY(!rr)) rr = reserve_slow(2, o.timeout);
+    if (AQUEDUCT_UNLIKELY(!rr)) return std::move(rr).get_failure();
+    auto& r = *rr;
+    const std::uint64_t index = r.index(0);
+    write_kernargs(kernarg_slot(index));
+    k.hidden.put(kernarg_slot(index), k.kernarg_size, g, b);
+    s_->slots.arm(index);
+    r.write(0, packet_for(o, k, g, b, index));
+    aqueduct::ring::barrier_and signal;
+    signal.barrier = true;
+    signal.completion_signal = o.completion_signal.handle();
+    r.write(1, aqueduct::ring::make_packet(signal));
     r.publish();
     return ticket_for(index);
   }
@@ -295,7 +354,7 @@ class queue {
     d.grid = {g.x, g.y, g.z};
     d.workgroup = {b.x, b.y, b.z};
     d.segments = {k.group_segment_size + o.dynamic_lds_bytes, k.private_segment_size};
-    d.completion_signal = o.completion_signal ? o.completion_signal.handle() : progress_handle();
+    d.completion_signal = s_->slots.handle(index);
     d.barrier = o.barrier;
     d.scopes = o.scopes;
     return aqueduct::ring::make_packet(d);
@@ -304,7 +363,7 @@ class queue {
   using reservation_type = typename aql_type::reservation;
   // The ring was full: wait for room (bounded by `timeout`) and retry, in rounds, so that a queue
   // the device stopped is reported (its fault) instead of waited on forever (issue 13 bug 3).
-  AQUEDUCT_NOINLINE result<reservation_type> reserve_slow(sync::nanoseconds timeout) {
+  AQUEDUCT_NOINLINE result<reservation_type> reserve_slow(std::uint32_t n, sync::nanoseconds timeout) const {
     const auto deadline = sync::deadline_after(timeout);
     for (;;) {
       if (s_->port && s_->port->faulted())
@@ -315,31 +374,34 @@ class queue {
           return failure(f->code(), std::move(d));
         }
       const auto now = sync::clock::now();
-      if (now >= deadline) return s_->aql->try_reserve(1);  // queue_full with the queue decoded
-      (void)wait_for_room(deadline - now);  // room, a fault (checked above next round), or the deadline
-      auto r = s_->aql->try_reserve(1);
+      if (now >= deadline) return s_->aql->try_reserve(n);  // queue_full with the queue decoded
+      (void)wait_for_room(n, deadline - now);  // room, a fault (checked above next round), or the deadline
+      auto r = s_->aql->try_reserve(n);
       if (r || r.get_failure() != errc::queue_full) return r;
     }
   }
 
-  [[nodiscard]] bool looks_full() const noexcept {
-    return s_->aql->write_index() - s_->aql->read_index() >= s_->aql->size();
+  // Slots are reusable below slots.free (brought up to date here): n more fit?
+  [[nodiscard]] bool has_room(std::uint32_t n) const noexcept {
+    detail::queue_state::refresh_slots(s_.get());
+    return s_->aql->write_index() + n - s_->slots.free() <= s_->aql->size();
   }
-  // A full ring: wait through the one progress wait (spin, then block on the queue's event: every
-  // retirement raises it) until a slot frees, the device reports the queue stopped, or `timeout`
-  // passes; the reservation that follows reports queue_full itself.
-  // (No slot for a wake packet: it polls with back-off once the spin phase is over.)
-  [[nodiscard]] result<void> wait_for_room(sync::nanoseconds timeout) const {
+  // A full ring: wait through the one progress wait (spin, then poll with back-off: the packets
+  // ask for no interrupt) until `n` slots free, the device reports the queue stopped, or
+  // `timeout` passes; the reservation that follows reports queue_full itself.
+  [[nodiscard]] result<void> wait_for_room(std::uint32_t n, sync::nanoseconds timeout) const {
     return detail::wait_for_progress(
-        detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout, [&] { return !looks_full(); },
+        detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout, [&] { return has_room(n); },
         [&]() -> std::optional<failure> { return fault(); }, [&](sync::nanoseconds) { return failure(errc::queue_full); },
         [] { return false; });
   }
   // A waiter about to block: one barrier-AND (barrier bit: it completes after every earlier
-  // packet) with the wake signal, so its retirement raises the event. false: no free slot.
+  // packet) with the wake signal, so its completion raises the event. Its slot is marked
+  // complete at once: once launched it has nothing left to do but signal. false: no free slot.
   [[nodiscard]] bool arm_wake() const {
     auto r = s_->aql->try_reserve(1);
     if (!r) return false;
+    s_->slots.mark_complete(r->index(0));
     aqueduct::ring::barrier_and p;
     p.barrier = true;
     p.completion_signal = wake_handle();
@@ -347,18 +409,59 @@ class queue {
     r->publish();
     return true;
   }
-
-  [[nodiscard]] result<void> wait_until(std::uint64_t end, sync::nanoseconds timeout) const {
-    return detail::wait_for_progress(
-        detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout,
-        [&] { return s_->aql->read_index() >= end; },
-        [&]() -> std::optional<failure> { return fault(); },
-        [&](sync::nanoseconds waited) { return timed_out(end, waited); }, [&] { return arm_wake(); });
+  // A barrier-bit barrier-AND that carries its own slot's signal: once it completed, every
+  // packet before it did. none: no free slot now.
+  [[nodiscard]] std::optional<std::uint64_t> try_publish_marker() const {
+    auto r = s_->aql->try_reserve(1);
+    if (!r) return std::nullopt;
+    const std::uint64_t m = r->index(0);
+    s_->slots.arm(m);
+    aqueduct::ring::barrier_and p;
+    p.barrier = true;
+    p.completion_signal = s_->slots.handle(m);
+    r->write(0, aqueduct::ring::make_packet(p));
+    r->publish();
+    return m;
   }
 
-  AQUEDUCT_NOINLINE failure timed_out(std::uint64_t end, sync::nanoseconds waited) const {
-    std::string d = "waited " + std::to_string(std::chrono::duration<double, std::milli>(waited).count()) +
-                    " ms for read_dispatch_id >= " + std::to_string(end) + " on ";
+  // Packet t completed? A packet that does not carry its slot's signal (a raw packet) is proven
+  // complete by the completion of a marker published behind it.
+  [[nodiscard]] bool packet_complete(std::uint64_t t, std::optional<std::uint64_t>& marker) const {
+    const auto& sl = s_->slots;
+    if (marker) return sl.complete(*marker);
+    switch (sl.of(t)) {
+      case detail::aql_slot_signals::state::complete: return true;
+      case detail::aql_slot_signals::state::pending: return false;
+      case detail::aql_slot_signals::state::untracked: break;
+    }
+    if (t < sl.done()) return true;
+    if (t < s_->aql->write_index()) marker = try_publish_marker();
+    return false;
+  }
+  // Every packet below `end` completed? The frontier stops at a launched packet whose completion
+  // it cannot see: a marker behind it then answers.
+  [[nodiscard]] bool all_complete(std::uint64_t end, std::optional<std::uint64_t>& marker) const {
+    auto& sl = s_->slots;
+    if (marker) return sl.complete(*marker);
+    const std::uint64_t launched = s_->aql->read_index();
+    const std::uint64_t d = sl.refresh(launched);
+    if (d >= end) return true;
+    if (d < launched && sl.of(d) == detail::aql_slot_signals::state::untracked) marker = try_publish_marker();
+    return false;
+  }
+
+  template <class Done>
+  [[nodiscard]] result<void> wait_on(Done&& done, std::uint64_t what, bool all, sync::nanoseconds timeout) const {
+    return detail::wait_for_progress(
+        detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout, done,
+        [&]() -> std::optional<failure> { return fault(); },
+        [&](sync::nanoseconds waited) { return timed_out(what, all, waited); }, [&] { return arm_wake(); });
+  }
+
+  AQUEDUCT_NOINLINE failure timed_out(std::uint64_t what, bool all, sync::nanoseconds waited) const {
+    std::string d = "waited " + std::to_string(std::chrono::duration<double, std::milli>(waited).count()) + " ms for " +
+                    (all ? "every packet below " + std::to_string(what) : "packet " + std::to_string(what)) +
+                    " to complete on ";
     describe(d);
     return failure(errc::timeout, std::move(d));
   }
