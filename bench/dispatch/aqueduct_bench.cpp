@@ -24,6 +24,8 @@
 
 #include <aqueduct/runtime.hpp>
 
+#include <hsa/amd_hsa_signal.h>
+
 #include <boost/lockfree/spsc_queue.hpp>
 #include <concurrentqueue/concurrentqueue.h>
 #include <readerwriterqueue/readerwriterqueue.h>
@@ -481,9 +483,27 @@ double thread_cpu_ns() {
 // amd_queue_t, ring and doorbell word (so both sides write slots the emulated processor touched
 // last, and the processor runs what the peer publishes) — with the four arguments stored at their
 // ABI offsets 0, 8, 16, 24 into a kernarg area of one 256-byte slot per ring slot (its own
-// buffer, like the runtime's), and the packet filled in place.
+// buffer, like the runtime's), and the packet filled in place. Like the runtime, it knows when
+// each dispatch completed: slot i has a completion signal (amd_signal_t, amd_hsa_signal.h) set to
+// 1 before the packet is published and decremented by the packet processor at completion, and
+// the slot — with its kernargs — is reused only once that signal is 0 again (the read index
+// says only that the packet was launched: ROCR-Runtime#105). Without that a kernarg slot could be
+// rewritten under a running kernel, which is what the runtime's tests/runtime/completion.cpp
+// catches; a peer that skips it measures a protocol no correct program can use.
 struct peer_dispatch_args {
   std::optional<aq::buffer<std::byte>> kernargs;
+  std::optional<aq::buffer<std::byte>> signal_memory;
+  amd_signal_t* signals = nullptr;
+  void init(const aq::agent& gpu, std::uint32_t slots) {
+    kernargs.emplace(gpu.alloc<std::byte>(std::size_t{slots} * 256, aq::memory_kind::host));
+    signal_memory.emplace(gpu.alloc<std::byte>(std::size_t{slots} * sizeof(amd_signal_t), aq::memory_kind::host));
+    signals = reinterpret_cast<amd_signal_t*>(signal_memory->data());
+    for (std::uint32_t i = 0; i < slots; ++i) {
+      signals[i] = amd_signal_t{};
+      signals[i].kind = AMD_SIGNAL_KIND_USER;
+      signals[i].value = 0;
+    }
+  }
   AQUEDUCT_ALWAYS_INLINE void dispatch(aq::runtime::queue& rq, std::uint64_t kernel_object, std::uint32_t grid,
                                        std::uint16_t block, std::uint64_t a, std::uint64_t b, std::uint64_t c,
                                        std::uint32_t n) {
@@ -492,6 +512,11 @@ struct peer_dispatch_args {
     const std::uint64_t id = __atomic_fetch_add(&q.write_dispatch_id, 1, __ATOMIC_RELAXED);
     if (id + 1 - __atomic_load_n(&q.read_dispatch_id, __ATOMIC_ACQUIRE) > slots) [[unlikely]]
       bench::wait_until([&] { return id + 1 - __atomic_load_n(&q.read_dispatch_id, __ATOMIC_ACQUIRE) <= slots; });
+    amd_signal_t* sig = signals + (id & (slots - 1));
+    auto* value = const_cast<std::int64_t*>(&sig->value);
+    if (__atomic_load_n(value, __ATOMIC_ACQUIRE) != 0) [[unlikely]]  // the slot's previous dispatch runs
+      bench::wait_until([&] { return __atomic_load_n(value, __ATOMIC_ACQUIRE) == 0; });
+    __atomic_store_n(value, 1, __ATOMIC_RELAXED);  // ordered before the packet by the header's release
     std::byte* ka = kernargs->data() + (id & (slots - 1)) * 256;
     std::memcpy(ka + 0, &a, 8);
     std::memcpy(ka + 8, &b, 8);
@@ -510,7 +535,7 @@ struct peer_dispatch_args {
     p->kernel_object = kernel_object;
     p->kernarg_address = reinterpret_cast<void*>(kernargs->va().value + (id & (slots - 1)) * 256);
     p->reserved2 = 0;
-    p->completion_signal.handle = 0;
+    p->completion_signal.handle = reinterpret_cast<std::uintptr_t>(sig);
     __atomic_store_n(reinterpret_cast<std::uint32_t*>(p),
                      bench::hsa_dispatch_header | (std::uint32_t{bench::hsa_dispatch_setup} << 16), __ATOMIC_RELEASE);
     __atomic_store_n(rq.aql().get_doorbell().word, id, __ATOMIC_RELEASE);
@@ -578,8 +603,7 @@ void register_dispatch_args() {
   auto peer = std::make_shared<peer_dispatch_args>();
   cases.push_back({"dispatch_args/peer_by_hand", "ns/dispatch", [peer] {
                      if (!rt->error.empty()) return std::vector<double>{};
-                     if (!peer->kernargs)
-                       peer->kernargs.emplace(rt->sys->default_agent().alloc<std::byte>(1024 * 256, aq::memory_kind::host));
+                     if (!peer->kernargs) peer->init(rt->sys->default_agent(), rt->args_q->size());
                      const std::uint64_t object = rt->args->info().object.value;
                      return run_gated([&] {
                        for (std::uint32_t i = 0; i < gated_block; ++i)

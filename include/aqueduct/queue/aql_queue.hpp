@@ -266,7 +266,7 @@ class aql_queue {
   AQUEDUCT_ALWAYS_INLINE result<std::uint64_t> try_submit_indexed(Fill&& fill) {
     ring_span s;
     if (!reserver_.try_claim(1, s)) [[unlikely]]
-      return full(1, sync::nanoseconds::zero());
+      if (!refreshed_claim(1, s)) return full(1, sync::nanoseconds::zero());
     put(s.begin, fill(s.begin));
     committed(s);
     return s.begin;
@@ -404,8 +404,9 @@ class aql_queue {
     return full(n, sync::nanoseconds::zero());
   }
 
-  // A claim after the caller's reuse bound was brought up to date (cold path).
-  bool refreshed_claim(std::uint32_t n, ring_span& s) noexcept {
+  // A claim after the caller's reuse bound was brought up to date (cold path: a claim found the
+  // ring full by a bound that may be stale; no failure is built unless it is still full).
+  AQUEDUCT_NOINLINE bool refreshed_claim(std::uint32_t n, ring_span& s) noexcept {
     if (mem_.refresh) mem_.refresh(mem_.refresh_context);
     return reserver_.try_claim(n, s);
   }
