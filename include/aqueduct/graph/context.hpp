@@ -23,6 +23,10 @@
 #include <string>
 #include <string_view>
 
+namespace aqueduct::graph {
+struct node;  // graph/task_graph.hpp
+}
+
 namespace aqueduct::graph::detail {
 
 // A strand of a capture (graph/capture.hpp): records the operations of one task and of the
@@ -31,6 +35,9 @@ class capture_strand {
  public:
   virtual capture_strand* fork(std::size_t branch) = 0;
   virtual void join(std::span<capture_strand* const> branches) noexcept = 0;
+  // Appends a node after the strand's frontier (its program-order predecessors); it becomes the
+  // frontier. Returns its index in the graph.
+  virtual std::uint32_t record(node&& n) = 0;
 
  protected:
   ~capture_strand() = default;

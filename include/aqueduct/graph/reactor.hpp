@@ -25,6 +25,7 @@
 #include <condition_variable>
 #include <coroutine>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <thread>
@@ -140,6 +141,22 @@ class reactor final : public detail::wakeable {
     cv_.notify_one();
   }
 
+  // Something kept with the reactor for its lifetime, made on first use per key (the KFD event
+  // source of a system: graph/device_events.hpp). make() may return null (remembered as such).
+  class attachment {
+   public:
+    virtual ~attachment() = default;
+  };
+  template <class T, class Make>
+  T* attached(const void* key, Make&& make) {
+    for (auto& a : attachments_)
+      if (a.key == key) return static_cast<T*>(a.ptr.get());
+    std::unique_ptr<T> p = make();
+    T* raw = p.get();
+    attachments_.push_back(attached_entry{key, std::move(p)});
+    return raw;
+  }
+
   [[nodiscard]] std::size_t watched() const noexcept { return watched_; }
   [[nodiscard]] std::uint64_t sleeps() const noexcept { return sleeps_; }
   [[nodiscard]] const reactor_options& options() const noexcept { return opt_; }
@@ -223,7 +240,12 @@ class reactor final : public detail::wakeable {
     return false;
   }
 
+  struct attached_entry {
+    const void* key;
+    std::unique_ptr<attachment> ptr;
+  };
   reactor_options opt_;
+  std::vector<attached_entry> attachments_;  // destroyed last (declared first)
   detail::pending* head_ = nullptr;
   std::size_t watched_ = 0;
   std::uint64_t sleeps_ = 0;

@@ -188,25 +188,7 @@ class pm4_queue {
     AQUEDUCT_ASSERT(dwords >= 1 && dwords <= max_reservation_dwords && dwords <= mem_.ring_dwords,
                     "PM4 reservation size out of range");
     AQUEDUCT_ASSERT(!open_, "one reservation at a time on a PM4 queue");
-    ring_span s;
-    if (!reserver_.try_claim(dwords, s)) {
-      const auto start = sync::clock::now();
-      const auto deadline = sync::deadline_after(timeout);
-      sync::backoff bo;
-      bool got = false;
-      while (!got && sync::clock::now() < deadline) {
-        bo.pause();
-        got = reserver_.try_claim(dwords, s);
-      }
-      if (!got && !reserver_.try_claim(dwords, s)) {
-        char buf[120];
-        std::snprintf(buf, sizeof buf, "no room for %u dwords after %.3f ms; ", dwords,
-                      std::chrono::duration<double, std::milli>(sync::clock::now() - start).count());
-        std::string d = buf;
-        describe(d);
-        return failure(errc::queue_full, std::move(d));
-      }
-    }
+    AQUEDUCT_TRY(const ring_span s, claim(dwords, timeout));
     open_ = true;
     const std::uint32_t first = static_cast<std::uint32_t>(s.begin & (mem_.ring_dwords - 1));
     if (first + dwords <= mem_.ring_dwords)
@@ -215,6 +197,29 @@ class pm4_queue {
   }
   reservation reserve(std::uint32_t dwords, sync::nanoseconds timeout = sync::infinite) {
     return try_reserve(dwords, timeout).value();
+  }
+
+  // Prebuilt dwords (`head`, then `tail`), as they are: copied into the ring and published with
+  // ONE write-pointer store and doorbell when they fit in half the ring, else in parts of half the
+  // ring (one doorbell each). `start` (optional) receives the write pointer of the first dword.
+  // Returns the write pointer after the last.
+  result<std::uint64_t> try_submit_dwords(std::span<const std::uint32_t> head, std::span<const std::uint32_t> tail,
+                                          sync::nanoseconds timeout = sync::infinite, std::uint64_t* start = nullptr) {
+    AQUEDUCT_ASSERT(!open_, "a PM4 reservation is open");
+    if (start) *start = reserver_.write_index(std::memory_order_relaxed);
+    const std::size_t total = head.size() + tail.size();
+    std::uint64_t w = reserver_.write_index(std::memory_order_relaxed);
+    for (std::size_t done = 0; done < total;) {
+      const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(total - done, mem_.ring_dwords / 2));
+      AQUEDUCT_TRY(const ring_span s, claim(n, timeout));
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const std::size_t k = done + i;
+        mem_.ring[(s.begin + i) & (mem_.ring_dwords - 1)] = k < head.size() ? head[k] : tail[k - head.size()];
+      }
+      w = committed(s);
+      done += n;
+    }
+    return w;
   }
 
   // ---- commands (one reservation, one doorbell each) ------------------------------------------
@@ -300,6 +305,25 @@ class pm4_queue {
   [[nodiscard]] sync::diagnostics diagnostics() const noexcept { return sync::diagnostics(*this); }
 
  private:
+  // Claims `n` dwords, waiting up to `timeout` for the CP to make room.
+  result<ring_span> claim(std::uint32_t n, sync::nanoseconds timeout) {
+    ring_span s;
+    if (reserver_.try_claim(n, s)) return s;
+    const auto start = sync::clock::now();
+    const auto deadline = sync::deadline_after(timeout);
+    sync::backoff bo;
+    while (sync::clock::now() < deadline) {
+      bo.pause();
+      if (reserver_.try_claim(n, s)) return s;
+    }
+    if (reserver_.try_claim(n, s)) return s;
+    char buf[120];
+    std::snprintf(buf, sizeof buf, "no room for %u dwords after %.3f ms; ", n,
+                  std::chrono::duration<double, std::milli>(sync::clock::now() - start).count());
+    std::string d = buf;
+    describe(d);
+    return failure(errc::queue_full, std::move(d));
+  }
   void copy_in(std::uint64_t at, std::span<const std::uint32_t> src) noexcept {
     for (std::size_t i = 0; i < src.size(); ++i) mem_.ring[(at + i) & (mem_.ring_dwords - 1)] = src[i];
   }

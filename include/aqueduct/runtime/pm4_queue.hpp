@@ -32,6 +32,7 @@
 #include <aqueduct/kfd/queue_resources.hpp>
 #include <aqueduct/queue/pm4_queue.hpp>
 #include <aqueduct/runtime/agent.hpp>
+#include <aqueduct/runtime/commands.hpp>
 #include <aqueduct/runtime/detail/progress_wait.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/runtime/kernel.hpp>
@@ -47,6 +48,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -87,6 +89,15 @@ class pm4_ring {
   virtual void describe(std::string& out) const = 0;
   [[nodiscard]] virtual pm4_doorbell& doorbell() noexcept = 0;
   [[nodiscard]] virtual bool sets_pm4_priv() const noexcept = 0;
+  // Prebuilt commands (graph replay): the same packets, into a buffer; submitted as they are.
+  virtual void encode_dispatch(command_buffer& out, const aqueduct::ring::pm4::dispatch_params& p) const = 0;
+  virtual void encode_complete(command_buffer& out, const aqueduct::ring::pm4_completion& c) const = 0;
+  virtual void encode_wait(command_buffer& out, gpu_va addr, std::uint32_t reference, std::uint32_t mask,
+                           abi::pm4::wait_reg_mem::compare_function f) const = 0;
+  virtual void encode_timestamp(command_buffer& out, gpu_va addr) const = 0;
+  virtual result<std::uint64_t> try_submit(std::span<const std::uint32_t> body, const aqueduct::ring::pm4_completion& c,
+                                           sync::nanoseconds timeout, std::uint64_t* start) = 0;
+  [[nodiscard]] virtual std::uint64_t read_pointer() const noexcept = 0;
 };
 template <class Target>
 class pm4_ring_of final : public pm4_ring {
@@ -104,6 +115,48 @@ class pm4_ring_of final : public pm4_ring {
   void describe(std::string& out) const override { q_.describe(out); }
   [[nodiscard]] pm4_doorbell& doorbell() noexcept override { return q_.get_doorbell(); }
   [[nodiscard]] bool sets_pm4_priv() const noexcept override { return std::is_same_v<Target, arch::gfx11_priv_target>; }
+
+  using enc = typename pm4_q<Target>::encoder;
+  void encode_dispatch(command_buffer& out, const aqueduct::ring::pm4::dispatch_params& p) const override {
+    enc::acquire_mem(out.append(enc::acquire_mem_dwords), enc::pre_dispatch_cntl, 0xAu);
+    const auto n = enc::dispatch(out.append(enc::dispatch_dwords(*p.kd)), p);
+    out.shrink_last(n);
+    enc::event_write(out.append(enc::event_write_dwords));
+  }
+  void encode_complete(command_buffer& out, const aqueduct::ring::pm4_completion& c) const override {
+    if (c.address) {
+      if (c.b64)
+        enc::release_mem(out.append(enc::release_mem_dwords), {.cache_action = enc::signal_cache_action,
+                                                               .data_sel = abi::pm4::release_mem::data_sel_value::data64,
+                                                               .address = c.address,
+                                                               .data = c.value});
+      else
+        enc::signal(out.append(enc::release_mem_dwords), c.address, static_cast<std::uint32_t>(c.value));
+    }
+    if (c.event_mailbox) enc::signal_event(out.append(enc::release_mem_dwords), c.event_mailbox, c.event_id);
+  }
+  void encode_wait(command_buffer& out, gpu_va addr, std::uint32_t reference, std::uint32_t mask,
+                   abi::pm4::wait_reg_mem::compare_function f) const override {
+    enc::wait_reg_mem(out.append(enc::wait_reg_mem_dwords), addr, reference, mask, f);
+  }
+  void encode_timestamp(command_buffer& out, gpu_va addr) const override {
+    enc::timestamp(out.append(enc::release_mem_dwords), addr);
+  }
+  result<std::uint64_t> try_submit(std::span<const std::uint32_t> body, const aqueduct::ring::pm4_completion& c,
+                                   sync::nanoseconds timeout, std::uint64_t* start) override {
+    std::array<std::uint32_t, 2 * enc::release_mem_dwords> tail{};
+    std::size_t n = 0;
+    if (c.b64)
+      n += enc::release_mem(std::span<std::uint32_t>(tail).subspan(n), {.cache_action = enc::signal_cache_action,
+                                                                         .data_sel = abi::pm4::release_mem::data_sel_value::data64,
+                                                                         .address = c.address,
+                                                                         .data = c.value});
+    else
+      n += enc::signal(std::span<std::uint32_t>(tail).subspan(n), c.address, static_cast<std::uint32_t>(c.value));
+    if (c.event_mailbox) n += enc::signal_event(std::span<std::uint32_t>(tail).subspan(n), c.event_mailbox, c.event_id);
+    return q_.try_submit_dwords(body, std::span<const std::uint32_t>(tail.data(), n), timeout, start);
+  }
+  [[nodiscard]] std::uint64_t read_pointer() const noexcept override { return q_.read_pointer(); }
 
  private:
   pm4_q<Target> q_;
@@ -184,9 +237,57 @@ class pm4_queue {
   }
   void finish(sync::nanoseconds timeout = sync::infinite) const { try_finish(timeout).value(); }
 
+  // ---- prebuilt commands (graph replay) -----------------------------------------------------------
+  // The packets of a dispatch of `k` (ACQUIRE_MEM + registers + DISPATCH_DIRECT +
+  // CS_PARTIAL_FLUSH), with its kernargs at `kernarg` and its 64-byte dispatch packet at
+  // `dispatch_packet` (both written by the caller), appended to `out`.
+  void encode_dispatch(command_buffer& out, const untyped_kernel& k, grid g, block b, gpu_va kernarg, gpu_va dispatch_packet) const {
+    s_->q->encode_dispatch(out, params_for(k, g, b, kernarg, dispatch_packet));
+  }
+  // RELEASE_MEM at end of pipe of the 64-bit `value` to `addr`, then (with a mailbox) the
+  // interrupt of KFD event `event_id`.
+  void encode_release(command_buffer& out, gpu_va addr, std::uint64_t value, gpu_va event_mailbox = {},
+                      std::uint32_t event_id = 0) const {
+    s_->q->encode_complete(out, aqueduct::ring::pm4_completion{addr, value, true, event_mailbox, event_id});
+  }
+  // WAIT_REG_MEM: later packets wait until `(*addr & mask) f reference` (32-bit).
+  void encode_wait(command_buffer& out, gpu_va addr, std::uint32_t reference, std::uint32_t mask = 0xFFFFFFFFu,
+                   abi::pm4::wait_reg_mem::compare_function f = abi::pm4::wait_reg_mem::compare_function::greater_equal) const {
+    s_->q->encode_wait(out, addr, reference, mask, f);
+  }
+  void encode_timestamp(command_buffer& out, gpu_va addr) const { s_->q->encode_timestamp(out, addr); }
+  // Submits `cmds` as they are, then the queue's own completion (sequence number and event): one
+  // doorbell when they fit in half the ring. `start_dword` (optional) receives the write pointer
+  // of the first dword (read_pointer() minus it locates a fault in `cmds`).
+  result<pm4_ticket> try_submit(const command_buffer& cmds, sync::nanoseconds timeout = sync::infinite,
+                                std::uint64_t* start_dword = nullptr) {
+    if (!s_) return empty_queue();
+    const std::uint64_t seq = s_->submitted.load(std::memory_order_relaxed) + 1;
+    aqueduct::ring::pm4_completion c;
+    c.address = gpu_va(s_->res.pointers().va.value + progress_offset);
+    c.value = seq;
+    c.b64 = true;
+    c.event_mailbox = s_->event.mailbox_va();
+    c.event_id = s_->event.id();
+    const auto deadline = sync::deadline_after(timeout);
+    for (;;) {
+      auto r = s_->q->try_submit(cmds.dwords(), c, std::chrono::milliseconds(10), start_dword);
+      if (r) break;
+      if (r.get_failure() != errc::queue_full) return std::move(r).get_failure();
+      if (auto f = processor_failure()) return *f;
+      if (sync::clock::now() >= deadline) return std::move(r).get_failure();
+    }
+    s_->submitted.store(seq, std::memory_order_release);
+    return pm4_ticket(detail::ticket_key{}, s_.get(), queue_id(), seq);
+  }
+  // Dwords the CP has consumed (monotonic).
+  [[nodiscard]] std::uint64_t read_pointer() const noexcept { return s_->q->read_pointer(); }
+
   // ---- state --------------------------------------------------------------------------------------
   [[nodiscard]] std::uint64_t completed() const noexcept { return sync::atomic_load(*s_->progress, std::memory_order_acquire); }
   [[nodiscard]] std::uint64_t submitted() const noexcept { return s_->submitted.load(std::memory_order_acquire); }
+  [[nodiscard]] std::uint32_t event_id() const noexcept { return s_->event.id(); }
+  [[nodiscard]] detail::agent_state& agent_state() const noexcept { return *s_->agent; }
   [[nodiscard]] std::uint32_t queue_id() const noexcept { return s_->res.queue_id(); }
   [[nodiscard]] const std::string& target_name() const noexcept { return s_->target_name; }
   [[nodiscard]] bool sets_pm4_priv() const noexcept { return s_->q->sets_pm4_priv(); }
@@ -240,25 +341,8 @@ class pm4_queue {
     const std::uint64_t va = s_->slots.va().value + slot * slot_bytes();
     write_kernargs(base);
     k.hidden.put(base, k.kernarg_size, g, b);
-    abi::kernel_dispatch_packet pkt{};
-    pkt.setup = 3;
-    pkt.workgroup_size_x = b.x;
-    pkt.workgroup_size_y = b.y;
-    pkt.workgroup_size_z = b.z;
-    pkt.grid_size_x = g.x;
-    pkt.grid_size_y = g.y;
-    pkt.grid_size_z = g.z;
-    pkt.group_segment_size = k.group_segment_size;
-    pkt.kernel_object = k.object.value;
-    pkt.kernarg_address = va;
-    std::memcpy(base + s_->opt.kernarg_bytes, &pkt, sizeof pkt);
-    aqueduct::ring::pm4::dispatch_params p;
-    p.kd = &k.descriptor;
-    p.kd_va = k.object;
-    p.grid = {(g.x + b.x - 1) / b.x, (g.y + b.y - 1) / b.y, (g.z + b.z - 1) / b.z};
-    p.block = {b.x, b.y, b.z};
-    p.dispatch_ptr = gpu_va(va + s_->opt.kernarg_bytes);
-    p.kernarg = gpu_va(va);
+    write_dispatch_packet(base + s_->opt.kernarg_bytes, k, g, b, gpu_va(va));
+    const aqueduct::ring::pm4::dispatch_params p = params_for(k, g, b, gpu_va(va), gpu_va(va + s_->opt.kernarg_bytes));
     aqueduct::ring::pm4_completion c;
     c.address = gpu_va(s_->res.pointers().va.value + progress_offset);
     c.value = seq;
@@ -277,6 +361,38 @@ class pm4_queue {
     return pm4_ticket(detail::ticket_key{}, s_.get(), queue_id(), seq);
   }
   [[nodiscard]] std::uint64_t slot_bytes() const noexcept { return std::uint64_t{s_->opt.kernarg_bytes} + packet_bytes; }
+
+ public:
+  // The 64-byte dispatch packet a PM4 dispatch points the kernel at (host_kernel_abi's s[0:1]):
+  // what an AQL dispatch of the same kernel, grid and block would hold.
+  static void write_dispatch_packet(std::byte* at, const untyped_kernel& k, grid g, block b, gpu_va kernarg) noexcept {
+    abi::kernel_dispatch_packet pkt{};
+    pkt.setup = 3;
+    pkt.workgroup_size_x = b.x;
+    pkt.workgroup_size_y = b.y;
+    pkt.workgroup_size_z = b.z;
+    pkt.grid_size_x = g.x;
+    pkt.grid_size_y = g.y;
+    pkt.grid_size_z = g.z;
+    pkt.group_segment_size = k.group_segment_size;
+    pkt.kernel_object = k.object.value;
+    pkt.kernarg_address = kernarg.value;
+    std::memcpy(at, &pkt, sizeof pkt);
+  }
+
+ private:
+  // What DISPATCH_DIRECT and the registers before it need (PM4 dispatches whole workgroups).
+  [[nodiscard]] static aqueduct::ring::pm4::dispatch_params params_for(const untyped_kernel& k, grid g, block b, gpu_va kernarg,
+                                                                       gpu_va dispatch_packet) noexcept {
+    aqueduct::ring::pm4::dispatch_params p;
+    p.kd = &k.descriptor;
+    p.kd_va = k.object;
+    p.grid = {(g.x + b.x - 1) / b.x, (g.y + b.y - 1) / b.y, (g.z + b.z - 1) / b.z};
+    p.block = {b.x, b.y, b.z};
+    p.dispatch_ptr = dispatch_packet;
+    p.kernarg = kernarg;
+    return p;
+  }
 
   // The emulated MEC's stop (device_hang / queue_error / device_fault), with the queue described.
   [[nodiscard]] std::optional<failure> processor_failure() const {

@@ -262,6 +262,9 @@ class queue {
   [[nodiscard]] std::uint64_t slot_signal_handle(std::uint64_t index) const noexcept { return s_->slots.handle(index); }
   // The signal whose completion raises the queue's event (interrupt), for waiters about to block.
   [[nodiscard]] std::uint64_t wake_handle() const noexcept { return reinterpret_cast<std::uintptr_t>(s_->wake); }
+  // The KFD event every retirement raises (the progress signal's mailbox), and the agent.
+  [[nodiscard]] std::uint32_t event_id() const noexcept { return s_->event.id(); }
+  [[nodiscard]] detail::agent_state& agent_state() const noexcept { return *s_->agent; }
   [[nodiscard]] const kfd::queue_resources<detail::file_type>& resources() const noexcept { return s_->res; }
 
   // "AQL queue 3 on gfx942 (gfx94x): read_dispatch_id .. write_dispatch_id ..; packet ..."

@@ -32,6 +32,7 @@
 #include <aqueduct/kfd/queue_resources.hpp>
 #include <aqueduct/queue/sdma_queue.hpp>
 #include <aqueduct/runtime/agent.hpp>
+#include <aqueduct/runtime/commands.hpp>
 #include <aqueduct/runtime/detail/progress_wait.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/runtime/queue_kind.hpp>
@@ -89,6 +90,18 @@ class sdma_ring {
   virtual result<void> try_signal_event(gpu_va mailbox, std::uint32_t event_id, sync::nanoseconds timeout, bool publish) = 0;
   virtual void describe(std::string& out) const = 0;
   [[nodiscard]] virtual sdma_doorbell& doorbell() noexcept = 0;
+  // Prebuilt commands (graph replay): the same packets, into a buffer; submitted as they are.
+  virtual void encode_copy(command_buffer& out, gpu_va dst, gpu_va src, std::uint64_t bytes) const = 0;
+  virtual void encode_fill(command_buffer& out, gpu_va dst, std::uint32_t value, std::uint64_t bytes) const = 0;
+  virtual void encode_fence(command_buffer& out, gpu_va addr, std::uint32_t value) const = 0;
+  virtual void encode_trap(command_buffer& out, std::uint32_t int_context) const = 0;
+  virtual void encode_wait(command_buffer& out, gpu_va addr, std::uint32_t reference, std::uint32_t mask,
+                           abi::sdma::poll_regmem::function f) const = 0;
+  virtual void encode_timestamp(command_buffer& out, gpu_va addr) const = 0;
+  // Each packet of `cmds` in its own reservation (kept whole at the ring's end), unpublished.
+  virtual result<void> try_packets(const command_buffer& cmds, sync::nanoseconds timeout) = 0;
+  [[nodiscard]] virtual std::uint64_t claimed_offset() const noexcept = 0;
+  [[nodiscard]] virtual std::uint64_t read_offset() const noexcept = 0;
 };
 template <abi::sdma::engine E>
 class sdma_ring_of final : public sdma_ring {
@@ -117,6 +130,42 @@ class sdma_ring_of final : public sdma_ring {
   }
   void describe(std::string& out) const override { q_.describe(out); }
   [[nodiscard]] sdma_doorbell& doorbell() noexcept override { return q_.get_doorbell(); }
+
+  using enc = typename sdma_q<E>::encoder;
+  void encode_copy(command_buffer& out, gpu_va dst, gpu_va src, std::uint64_t bytes) const override {
+    for (const aqueduct::ring::sdma::copy_chunk c : aqueduct::ring::sdma::copy_plan(dst, src, bytes, enc::max_copy_bytes))
+      enc::copy_linear(out.append(enc::copy_linear_dwords), c.dst, c.src, c.bytes);
+  }
+  void encode_fill(command_buffer& out, gpu_va dst, std::uint32_t value, std::uint64_t bytes) const override {
+    for (const aqueduct::ring::sdma::copy_chunk c : aqueduct::ring::sdma::copy_chunks(dst, dst, bytes, enc::max_fill_bytes))
+      enc::constant_fill(out.append(enc::constant_fill_dwords), c.dst, value, c.bytes);
+  }
+  void encode_fence(command_buffer& out, gpu_va addr, std::uint32_t value) const override {
+    enc::fence(out.append(enc::fence_dwords), addr, value);
+  }
+  void encode_trap(command_buffer& out, std::uint32_t int_context) const override {
+    enc::trap(out.append(enc::trap_dwords), int_context);
+  }
+  void encode_wait(command_buffer& out, gpu_va addr, std::uint32_t reference, std::uint32_t mask,
+                   abi::sdma::poll_regmem::function f) const override {
+    enc::poll_regmem(out.append(enc::poll_regmem_dwords), addr, reference, mask, f);
+  }
+  void encode_timestamp(command_buffer& out, gpu_va addr) const override {
+    enc::timestamp(out.append(enc::timestamp_dwords), addr);
+  }
+  result<void> try_packets(const command_buffer& cmds, sync::nanoseconds timeout) override {
+    const auto all = cmds.dwords();
+    for (std::size_t i = 0; i < cmds.packets(); ++i) {
+      const std::size_t b = cmds.packet_begin(i), e = cmds.packet_end(i);
+      AQUEDUCT_TRY(auto r, q_.try_reserve(static_cast<std::uint32_t>(e - b), timeout));
+      const auto out = r.dwords();
+      for (std::size_t k = 0; k < e - b; ++k) out[k] = all[b + k];
+      r.commit(false);
+    }
+    return ok();
+  }
+  [[nodiscard]] std::uint64_t claimed_offset() const noexcept override { return q_.claimed_offset(); }
+  [[nodiscard]] std::uint64_t read_offset() const noexcept override { return q_.read_offset(); }
 
  private:
   sdma_q<E> q_;
@@ -200,6 +249,41 @@ class sdma_queue {
     const gpu_va value_va(sig.handle() + offsetof(abi::amd_signal, value));
     return submit(timeout, [&](auto& q) { return q.try_wait(value_va, value, 0xFFFFFFFFu, func, timeout, false); });
   }
+
+  // ---- prebuilt commands (graph replay) -----------------------------------------------------------
+  // The packets the operations above write, appended to `out` (copy and fill split within the
+  // engine's packet limits); submitted later, as they are, by try_submit.
+  void encode_copy(command_buffer& out, gpu_va dst, gpu_va src, std::uint64_t bytes) const { s_->q->encode_copy(out, dst, src, bytes); }
+  void encode_fill(command_buffer& out, gpu_va dst, std::uint32_t value, std::uint64_t bytes) const {
+    s_->q->encode_fill(out, dst, value, bytes);
+  }
+  // A 64-bit value as two FENCEs, low dword first.
+  void encode_fence64(command_buffer& out, gpu_va addr, std::uint64_t value) const {
+    s_->q->encode_fence(out, addr, static_cast<std::uint32_t>(value));
+    s_->q->encode_fence(out, addr + byte_count(4), static_cast<std::uint32_t>(value >> 32));
+  }
+  // FENCE of the event id into its mailbox slot, then TRAP: the KFD event fires.
+  void encode_signal_event(command_buffer& out, gpu_va mailbox, std::uint32_t event_id) const {
+    s_->q->encode_fence(out, mailbox, event_id);
+    s_->q->encode_trap(out, event_id);
+  }
+  void encode_wait(command_buffer& out, gpu_va addr, std::uint32_t reference, std::uint32_t mask = 0xFFFFFFFFu,
+                   abi::sdma::poll_regmem::function f = abi::sdma::poll_regmem::function::greater_equal) const {
+    s_->q->encode_wait(out, addr, reference, mask, f);
+  }
+  void encode_timestamp(command_buffer& out, gpu_va addr) const { s_->q->encode_timestamp(out, addr); }
+  // Submits `cmds` as they are, then the queue's own completion (sequence number, event), with
+  // one doorbell. `start_byte` (optional) receives the ring offset (bytes, monotonic) before the
+  // first packet (read_offset() minus it locates a fault in `cmds`, NOP padding aside).
+  result<sdma_ticket> try_submit(const command_buffer& cmds, sync::nanoseconds timeout = sync::infinite,
+                                 std::uint64_t* start_byte = nullptr) {
+    if (start_byte && s_) *start_byte = s_->q->claimed_offset();
+    return submit(timeout, [&](auto& q) { return q.try_packets(cmds, timeout); });
+  }
+  // Bytes the engine has consumed (monotonic).
+  [[nodiscard]] std::uint64_t read_offset() const noexcept { return s_->q->read_offset(); }
+  [[nodiscard]] std::uint32_t event_id() const noexcept { return s_->event.id(); }
+  [[nodiscard]] detail::agent_state& agent_state() const noexcept { return *s_->agent; }
 
   // ---- waits --------------------------------------------------------------------------------------
   [[nodiscard]] std::uint64_t completed() const noexcept { return sync::atomic_load(*s_->progress, std::memory_order_acquire); }

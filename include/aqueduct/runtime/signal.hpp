@@ -44,6 +44,8 @@ class signal {
   [[nodiscard]] sync::signal_ref ref() const noexcept { return s_.ref(); }
   [[nodiscard]] std::uint64_t handle() const noexcept { return s_.handle(); }
   [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(s_); }
+  // The agent whose pool it came from (its KFD event is the signal's mailbox); null when empty.
+  [[nodiscard]] detail::agent_state* agent_state() const noexcept { return a_; }
 
   [[nodiscard]] std::int64_t load() const noexcept { return ref().load(std::memory_order_acquire); }
   // Release store: what the host wrote before is visible to a packet that waited on the value.

@@ -1,0 +1,293 @@
+// aqueduct/graph/detail/lower.hpp — the second half of instantiation (not API): the packets of
+// one queue segment for one replay slot, prebuilt so that a replay only copies them.
+//
+// Layer: graph. Per segment and slot (docs/graph.md "Lowering"):
+//   start  — if the graph spans several queues, wait for every segment's end of the previous
+//            replay (so replays of one graph never overlap, as launches of one CUDA graph on one
+//            stream); with one queue its own order does it (AQL: the barrier bit);
+//   nodes  — before each node, a wait for each completion signal it needs from another queue,
+//            engine, GPU or the host (AQL barrier-AND / AMD barrier-value, PM4 WAIT_REG_MEM, SDMA
+//            POLL_REGMEM); the node's packets; its completion signal if it has one (AQL: the
+//            packet's completion signal, decremented 1 -> 0; PM4: RELEASE_MEM of 0; SDMA: FENCE
+//            of 0);
+//   end    — the segment's done signal (AQL barrier-AND with the barrier bit, PM4 RELEASE_MEM,
+//            SDMA FENCE), with the graph's KFD event in its mailbox so host waits sleep.
+// The host resets a slot's signals to 1 before each replay that uses it.
+// Thread safety: called with the exec_graph's state, by one thread.
+#pragma once
+
+#include <aqueduct/abi/aql.hpp>
+#include <aqueduct/abi/pm4.hpp>
+#include <aqueduct/abi/sdma.hpp>
+#include <aqueduct/core/result.hpp>
+#include <aqueduct/graph/detail/plan.hpp>
+#include <aqueduct/queue/aql_packets.hpp>
+#include <aqueduct/runtime/commands.hpp>
+#include <aqueduct/runtime/pm4_queue.hpp>
+#include <aqueduct/runtime/queue.hpp>
+#include <aqueduct/runtime/sdma_queue.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+namespace aqueduct::graph::detail {
+
+// Where one slot's memory is, as the lowering needs it.
+struct slot_view {
+  std::uint32_t slot = 0;
+  std::uint32_t prev_slot = 0;
+  // GPU address of signal `i` of slot `s` (node signals first, then one done signal per segment).
+  gpu_va (*signal_va)(const void* ctx, std::uint32_t s, std::uint32_t i) = nullptr;
+  const void* ctx = nullptr;
+  std::uint32_t node_signals = 0;
+  std::uint32_t segments = 0;
+  // A kernel node's kernarg address in this slot (and, after kernarg_bytes, its 64-byte dispatch
+  // packet for PM4).
+  gpu_va (*kernarg_va)(const void* ctx, std::uint32_t s, std::uint32_t node) = nullptr;
+  gpu_va event_mailbox{};
+  std::uint32_t event_id = 0;
+  [[nodiscard]] gpu_va signal(std::uint32_t i) const { return signal_va(ctx, slot, i); }
+  [[nodiscard]] gpu_va prev_done(std::uint32_t seg) const { return signal_va(ctx, prev_slot, node_signals + seg); }
+  [[nodiscard]] gpu_va done(std::uint32_t seg) const { return signal_va(ctx, slot, node_signals + seg); }
+  [[nodiscard]] gpu_va kernargs(std::uint32_t node) const { return kernarg_va(ctx, slot, node); }
+};
+
+// The packets of one segment in one slot.
+struct segment_commands {
+  std::vector<abi::aql_slot> aql;           // AQL queues
+  std::vector<std::uint32_t> aql_node;      // per AQL packet: its node (no_index: a wait or the end)
+  runtime::command_buffer cmds;             // PM4 and SDMA queues
+  std::vector<std::uint32_t> cmd_node;      // per packet of cmds: its node (no_index: glue)
+  bool stale = true;                        // re-lower before the next replay in this slot
+};
+
+inline constexpr std::size_t value_offset = offsetof(abi::amd_signal, value);
+
+[[nodiscard]] inline abi::aql_slot to_slot(const auto& packet) noexcept {
+  static_assert(sizeof(packet) == sizeof(abi::aql_slot));
+  abi::aql_slot s;
+  std::memcpy(&s, &packet, sizeof s);
+  return s;
+}
+
+[[nodiscard]] inline abi::pm4::wait_reg_mem::compare_function pm4_function(abi::signal_condition c) noexcept {
+  using f = abi::pm4::wait_reg_mem::compare_function;
+  switch (c) {
+    case abi::signal_condition::eq: return f::equal;
+    case abi::signal_condition::ne: return f::not_equal;
+    case abi::signal_condition::lt: return f::less;
+    case abi::signal_condition::gte: return f::greater_equal;
+  }
+  return f::equal;
+}
+[[nodiscard]] inline abi::sdma::poll_regmem::function sdma_function(abi::signal_condition c) noexcept {
+  using f = abi::sdma::poll_regmem::function;
+  switch (c) {
+    case abi::signal_condition::eq: return f::equal;
+    case abi::signal_condition::ne: return f::not_equal;
+    case abi::signal_condition::lt: return f::less;
+    case abi::signal_condition::gte: return f::greater_equal;
+  }
+  return f::equal;
+}
+
+// AQL -------------------------------------------------------------------------------------------
+class aql_lowering {
+ public:
+  aql_lowering(const plan& p, const slot_view& v, segment_commands& out) noexcept : p_(p), v_(v), out_(out) {}
+
+  void lower(std::uint32_t seg) {
+    out_.aql.clear();
+    out_.aql_node.clear();
+    const auto& order = p_.order[seg];
+    bool first_barrier = false;
+    if (v_.segments > 1) {
+      std::vector<std::uint64_t> prev;
+      for (std::uint32_t s = 0; s < v_.segments; ++s) prev.push_back(v_.prev_done(s).value);
+      barrier_and(prev, true, no_index);
+    } else {
+      first_barrier = true;  // its own order: the first packet waits for the previous replay's
+    }
+    for (std::uint32_t n : order) {
+      const planned_node& pn = p_.placed[n];
+      const node& x = p_.nodes[n];
+      std::vector<std::uint64_t> deps;
+      for (std::uint32_t w : pn.waits) deps.push_back(v_.signal(p_.placed[w].signal).value);
+      const bool waited = !deps.empty() || !pn.external.empty();
+      if (!deps.empty()) barrier_and(deps, false, n);
+      for (const external_wait& e : pn.external) {
+        aqueduct::ring::barrier_value b;
+        b.signal = e.signal.handle();
+        b.cond = e.cond;
+        b.value = e.value;
+        out_.aql.push_back(to_slot(aqueduct::ring::make_packet(b)));
+        out_.aql_node.push_back(n);
+      }
+      const std::uint64_t completion = pn.signal != no_index ? v_.signal(pn.signal).value : 0;
+      const bool barrier = pn.same_queue_dep || waited || first_barrier;
+      first_barrier = false;
+      if (x.kind == node_kind::kernel && x.enabled) {
+        aqueduct::ring::kernel_dispatch d;
+        d.kernel_object = x.kernel.object;
+        d.kernarg_address = v_.kernargs(n);
+        d.grid = {x.grid.x, x.grid.y, x.grid.z};
+        d.workgroup = {x.block.x, x.block.y, x.block.z};
+        d.segments = {x.kernel.group_segment_size, x.kernel.private_segment_size};
+        d.completion_signal = completion;
+        d.barrier = barrier;
+        out_.aql.push_back(to_slot(aqueduct::ring::make_packet(d)));
+      } else if (x.kind == node_kind::kernel) {  // disabled: a no-op that keeps its place and signal
+        aqueduct::ring::barrier_and b;
+        b.barrier = barrier;
+        b.completion_signal = completion;
+        out_.aql.push_back(to_slot(aqueduct::ring::make_packet(b)));
+      } else {
+        throw_failure(failure(errc::not_supported, x.describe() + ": an AQL queue runs kernels only (record copies, fills, "
+                                                                  "signals and timestamps on an SDMA or PM4 queue)"));
+      }
+      out_.aql_node.push_back(n);
+    }
+    aqueduct::ring::barrier_and end;
+    end.barrier = true;
+    end.completion_signal = v_.done(seg).value;
+    out_.aql.push_back(to_slot(aqueduct::ring::make_packet(end)));
+    out_.aql_node.push_back(no_index);
+    out_.stale = false;
+  }
+
+ private:
+  void barrier_and(const std::vector<std::uint64_t>& sigs, bool barrier, std::uint32_t node) {
+    for (std::size_t i = 0; i < sigs.size(); i += 5) {
+      aqueduct::ring::barrier_and b;
+      for (std::size_t j = 0; j < 5 && i + j < sigs.size(); ++j) b.deps[j] = sigs[i + j];
+      b.barrier = barrier && i == 0;
+      out_.aql.push_back(to_slot(aqueduct::ring::make_packet(b)));
+      out_.aql_node.push_back(node);
+    }
+  }
+  const plan& p_;
+  const slot_view& v_;
+  segment_commands& out_;
+};
+
+// PM4 -------------------------------------------------------------------------------------------
+class pm4_lowering {
+ public:
+  pm4_lowering(const plan& p, const slot_view& v, segment_commands& out, const std::vector<bool>& host_waited) noexcept
+      : p_(p), v_(v), out_(out), host_waited_(host_waited) {}
+
+  void lower(std::uint32_t seg, const runtime::pm4_queue& q) {
+    out_.cmds.clear();
+    out_.cmd_node.clear();
+    const auto mark = [&](std::uint32_t n) {
+      while (out_.cmd_node.size() < out_.cmds.packets()) out_.cmd_node.push_back(n);
+    };
+    using f = abi::pm4::wait_reg_mem::compare_function;
+    if (v_.segments > 1)
+      for (std::uint32_t s = 0; s < v_.segments; ++s) q.encode_wait(out_.cmds, v_.prev_done(s) + byte_count(value_offset), 0, ~0u, f::equal);
+    mark(no_index);
+    for (std::uint32_t n : p_.order[seg]) {
+      const planned_node& pn = p_.placed[n];
+      const node& x = p_.nodes[n];
+      for (std::uint32_t w : pn.waits) q.encode_wait(out_.cmds, v_.signal(p_.placed[w].signal) + byte_count(value_offset), 0, ~0u, f::equal);
+      for (const external_wait& e : pn.external)
+        q.encode_wait(out_.cmds, gpu_va(e.signal.handle() + value_offset), static_cast<std::uint32_t>(e.value), ~0u, pm4_function(e.cond));
+      switch (x.kind) {
+        case node_kind::kernel:
+          if (x.enabled) q.encode_dispatch(out_.cmds, x.kernel, x.grid, x.block, v_.kernargs(n), v_.kernargs(n) + byte_count(kernarg_bytes(x)));
+          break;
+        case node_kind::signal_record: {
+          const abi::amd_signal& s = *x.signal.get();
+          q.encode_release(out_.cmds, gpu_va(x.signal.handle() + value_offset), static_cast<std::uint64_t>(x.value),
+                           gpu_va(s.event_mailbox_ptr), s.event_id);
+          break;
+        }
+        case node_kind::timestamp: q.encode_timestamp(out_.cmds, x.dst); break;
+        default:
+          throw_failure(failure(errc::not_supported, x.describe() + ": a PM4 queue runs kernels, signal records and timestamps "
+                                                                    "(record copies and fills on an SDMA queue)"));
+      }
+      if (pn.signal != no_index)
+        q.encode_release(out_.cmds, v_.signal(pn.signal) + byte_count(value_offset), 0,
+                         host_waited_[n] ? v_.event_mailbox : gpu_va{}, host_waited_[n] ? v_.event_id : 0);
+      mark(n);
+    }
+    q.encode_release(out_.cmds, v_.done(seg) + byte_count(value_offset), 0, v_.event_mailbox, v_.event_id);
+    mark(no_index);
+    out_.stale = false;
+  }
+
+  // Bytes of a kernel node's kernarg block (its dispatch packet follows, 64-byte aligned).
+  [[nodiscard]] static std::uint64_t kernarg_bytes(const node& x) noexcept {
+    return (std::uint64_t{x.kernel.kernarg_size} + 63) / 64 * 64;
+  }
+
+ private:
+  const plan& p_;
+  const slot_view& v_;
+  segment_commands& out_;
+  const std::vector<bool>& host_waited_;
+};
+
+// SDMA ------------------------------------------------------------------------------------------
+class sdma_lowering {
+ public:
+  sdma_lowering(const plan& p, const slot_view& v, segment_commands& out, const std::vector<bool>& host_waited) noexcept
+      : p_(p), v_(v), out_(out), host_waited_(host_waited) {}
+
+  void lower(std::uint32_t seg, const runtime::sdma_queue& q) {
+    out_.cmds.clear();
+    out_.cmd_node.clear();
+    const auto mark = [&](std::uint32_t n) {
+      while (out_.cmd_node.size() < out_.cmds.packets()) out_.cmd_node.push_back(n);
+    };
+    using f = abi::sdma::poll_regmem::function;
+    if (v_.segments > 1)
+      for (std::uint32_t s = 0; s < v_.segments; ++s) q.encode_wait(out_.cmds, v_.prev_done(s) + byte_count(value_offset), 0, ~0u, f::equal);
+    mark(no_index);
+    for (std::uint32_t n : p_.order[seg]) {
+      const planned_node& pn = p_.placed[n];
+      const node& x = p_.nodes[n];
+      for (std::uint32_t w : pn.waits) q.encode_wait(out_.cmds, v_.signal(p_.placed[w].signal) + byte_count(value_offset), 0, ~0u, f::equal);
+      for (const external_wait& e : pn.external)
+        q.encode_wait(out_.cmds, gpu_va(e.signal.handle() + value_offset), static_cast<std::uint32_t>(e.value), ~0u, sdma_function(e.cond));
+      if (x.enabled) switch (x.kind) {
+          case node_kind::copy:
+            if (x.bytes) q.encode_copy(out_.cmds, x.dst, x.src, x.bytes);
+            break;
+          case node_kind::fill:
+            if (x.bytes) q.encode_fill(out_.cmds, x.dst, x.value32, x.bytes);
+            break;
+          case node_kind::timestamp: q.encode_timestamp(out_.cmds, x.dst); break;
+          case node_kind::signal_record: {
+            const abi::amd_signal& s = *x.signal.get();
+            q.encode_fence64(out_.cmds, gpu_va(x.signal.handle() + value_offset), static_cast<std::uint64_t>(x.value));
+            if (s.event_mailbox_ptr) q.encode_signal_event(out_.cmds, gpu_va(s.event_mailbox_ptr), s.event_id);
+            break;
+          }
+          default:
+            throw_failure(failure(errc::not_supported, x.describe() + ": an SDMA queue runs copies, fills, signal records and "
+                                                                      "timestamps (dispatch kernels on an AQL or PM4 queue)"));
+        }
+      if (pn.signal != no_index) {
+        q.encode_fence64(out_.cmds, v_.signal(pn.signal) + byte_count(value_offset), 0);
+        if (host_waited_[n]) q.encode_signal_event(out_.cmds, v_.event_mailbox, v_.event_id);
+      }
+      mark(n);
+    }
+    q.encode_fence64(out_.cmds, v_.done(seg) + byte_count(value_offset), 0);
+    q.encode_signal_event(out_.cmds, v_.event_mailbox, v_.event_id);
+    mark(no_index);
+    out_.stale = false;
+  }
+
+ private:
+  const plan& p_;
+  const slot_view& v_;
+  segment_commands& out_;
+  const std::vector<bool>& host_waited_;
+};
+
+}  // namespace aqueduct::graph::detail

@@ -1,0 +1,160 @@
+// aqueduct/graph/detail/plan.hpp — the first half of instantiation (not API): flatten child
+// graphs, check the graph, and decide per node which queue segment runs it, what it waits for and
+// which completion signal it needs.
+//
+// Layer: graph. Rules (docs/graph.md "Lowering"):
+//   - child graphs are inlined: the child's roots take the child node's dependencies, the child
+//     node's dependents depend on the child's leaves;
+//   - a signal-wait node runs nowhere: each consumer waits for the signal itself and inherits the
+//     signal-wait node's own dependencies;
+//   - a dependency on a node of the same queue is kept by the queue's order (AQL: the barrier
+//     bit; PM4 and SDMA execute a queue's commands in order);
+//   - a dependency on another queue, engine, GPU or a host node is a wait on that node's
+//     completion signal, placed right before the consumer on the consumer's queue (AQL
+//     barrier-AND, PM4 WAIT_REG_MEM, SDMA POLL_REGMEM): no host round trip;
+//   - so a node needs a completion signal when a consumer sits on another queue or on the host,
+//     and a host node always has one (the device waits for it).
+// Thread safety: pure functions over values.
+#pragma once
+
+#include <aqueduct/core/result.hpp>
+#include <aqueduct/graph/task_graph.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace aqueduct::graph::detail {
+
+inline constexpr std::uint32_t no_index = ~std::uint32_t{0};
+
+// An external signal condition a consumer waits for (from a signal-wait node).
+struct external_wait {
+  sync::signal_ref signal{};
+  abi::signal_condition cond = abi::signal_condition::eq;
+  std::int64_t value = 0;
+};
+
+struct planned_node {
+  std::uint32_t segment = no_index;        // no_index: host node or signal-wait node
+  std::uint32_t signal = no_index;         // its completion signal (index in a slot's node signals)
+  bool same_queue_dep = false;             // ordered after earlier work of its own queue
+  std::vector<std::uint32_t> waits;        // flat nodes whose completion signal it waits for
+  std::vector<external_wait> external;     // external signals it waits for
+};
+
+struct plan {
+  std::vector<node> nodes;                // flattened (child graphs inlined), topological order
+  std::vector<std::uint32_t> top_to_flat; // a top-level node id -> its flat index (no_index: child)
+  std::vector<planned_node> placed;       // parallel to nodes
+  std::vector<queue_binding> segments;    // one per queue used
+  std::vector<std::vector<std::uint32_t>> order;  // per segment: its nodes, in order
+  std::uint32_t node_signals = 0;
+  std::vector<std::uint32_t> host_nodes;
+};
+
+// Appends `g`'s nodes to `out`, remapping edges; `roots_deps` are what the graph's roots wait
+// for. Returns the flat indices of g's leaves (nodes no other node of g depends on).
+inline std::vector<std::uint32_t> flatten_into(const task_graph& g, const std::vector<std::uint32_t>& roots_deps,
+                                                std::vector<node>& out, std::vector<std::uint32_t>* top_map, int depth) {
+  if (depth > 64) throw_failure(failure(errc::invalid_argument, "child graphs nested more than 64 deep (a cycle?)"));
+  std::vector<std::vector<std::uint32_t>> done(g.size());  // per node of g: the flat nodes that stand for its completion
+  std::vector<bool> used(g.size(), false);
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const node& n = g.nodes()[i];
+    std::vector<std::uint32_t> deps;
+    if (n.deps.empty()) deps = roots_deps;
+    for (std::uint32_t d : n.deps) {
+      used[d] = true;
+      for (std::uint32_t f : done[d])
+        if (std::find(deps.begin(), deps.end(), f) == deps.end()) deps.push_back(f);
+    }
+    if (n.kind == node_kind::child) {
+      if (!n.child) throw_failure(failure(errc::invalid_argument, n.describe() + ": no graph"));
+      done[i] = flatten_into(*n.child, deps, out, nullptr, depth + 1);
+      if (done[i].empty()) done[i] = deps;  // an empty child stands for its dependencies
+      if (top_map) top_map->push_back(no_index);
+      continue;
+    }
+    node copy = n;
+    copy.deps = std::move(deps);
+    copy.child.reset();
+    out.push_back(std::move(copy));
+    const auto idx = static_cast<std::uint32_t>(out.size() - 1);
+    done[i] = {idx};
+    if (top_map) top_map->push_back(idx);
+  }
+  std::vector<std::uint32_t> leaves;
+  for (std::size_t i = 0; i < g.size(); ++i)
+    if (!used[i])
+      for (std::uint32_t f : done[i])
+        if (std::find(leaves.begin(), leaves.end(), f) == leaves.end()) leaves.push_back(f);
+  return leaves;
+}
+
+// The real waits of node `n`: signal-wait nodes are replaced by their signal and their own deps.
+inline void resolve_deps(const std::vector<node>& nodes, std::uint32_t n, std::vector<std::uint32_t>& real,
+                         std::vector<external_wait>& ext) {
+  for (std::uint32_t d : nodes[n].deps) {
+    if (nodes[d].kind == node_kind::signal_wait) {
+      const node& w = nodes[d];
+      bool seen = false;
+      for (const auto& e : ext) seen |= e.signal == w.signal && e.cond == w.cond && e.value == w.value;
+      if (!seen) ext.push_back({w.signal, w.cond, w.value});
+      resolve_deps(nodes, d, real, ext);
+    } else if (std::find(real.begin(), real.end(), d) == real.end()) {
+      real.push_back(d);
+    }
+  }
+}
+
+[[nodiscard]] inline plan make_plan(const task_graph& g) {
+  plan p;
+  (void)flatten_into(g, {}, p.nodes, &p.top_to_flat, 0);
+  const auto n = static_cast<std::uint32_t>(p.nodes.size());
+  p.placed.resize(n);
+  // Segments: one per queue, in order of first use.
+  for (std::uint32_t i = 0; i < n; ++i) {
+    node& x = p.nodes[i];
+    if (x.kind == node_kind::host || x.kind == node_kind::signal_wait) {
+      if (x.queue.type != queue_type::none)
+        throw_failure(failure(errc::invalid_argument, x.describe() + ": a host or signal-wait node has no queue"));
+      if (x.kind == node_kind::host) p.host_nodes.push_back(i);
+      continue;
+    }
+    if (x.queue.type == queue_type::none || !x.queue.queue)
+      throw_failure(failure(errc::invalid_argument, x.describe() + ": no queue"));
+    std::uint32_t s = 0;
+    while (s < p.segments.size() && !(p.segments[s] == x.queue)) ++s;
+    if (s == p.segments.size()) {
+      p.segments.push_back(x.queue);
+      p.order.emplace_back();
+    }
+    p.placed[i].segment = s;
+    p.order[s].push_back(i);
+  }
+  // Waits and signals.
+  std::vector<bool> needs_signal(n, false);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (p.nodes[i].kind == node_kind::signal_wait) continue;
+    std::vector<std::uint32_t> real;
+    resolve_deps(p.nodes, i, real, p.placed[i].external);
+    planned_node& me = p.placed[i];
+    for (std::uint32_t d : real) {
+      const planned_node& dep = p.placed[d];
+      if (me.segment != no_index && dep.segment == me.segment) {
+        me.same_queue_dep = true;
+      } else {
+        me.waits.push_back(d);
+        needs_signal[d] = true;
+      }
+    }
+    if (p.nodes[i].kind == node_kind::host) needs_signal[i] = true;
+  }
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (needs_signal[i]) p.placed[i].signal = p.node_signals++;
+  return p;
+}
+
+}  // namespace aqueduct::graph::detail

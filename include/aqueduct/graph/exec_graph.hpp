@@ -1,0 +1,711 @@
+// aqueduct/graph/exec_graph.hpp — `exec_graph`: a task_graph instantiated into prebuilt packets,
+// replayed with one copy per queue, and updated in place.
+//
+// Layer: graph. instantiate (task_graph::instantiate / exec_graph::try_instantiate) plans the
+// graph (graph/detail/plan.hpp) and prebuilds, for each of `replay_slots` slots, every queue
+// segment's packets (graph/detail/lower.hpp) and every kernel's kernargs, in memory the graph owns:
+// kernargs in host memory of each node's agent; completion signals in one host buffer mapped to
+// every GPU the graph uses, mailboxed to the graph's KFD event where the host waits for them.
+// A replay (ring-copy mode) takes the next slot — waiting, if it is still in use, for the replay
+// that last used it — writes the kernargs of the nodes updated since that slot last ran, resets
+// the slot's signals to 1 and copies each segment's prebuilt packets into its queue: AQL packets
+// through one reservation (one doorbell), PM4 and SDMA commands through one submission per
+// queue. No allocation, no system call, no lock (tests/graph/replay.cpp counts them).
+// Replays of one graph run one after another on the device (each waits for the previous one's
+// end on every queue), but up to replay_slots - 1 of them may be in flight: the host does not
+// wait between them.
+// Updates (set_args, set_grid, set_copy, set_fill, set_enabled, bind, update) change the node's
+// parameters here and are written into a slot's memory only when that slot is next used: a
+// replay in flight is never touched. Errors: a queue the device stopped fails the wait with the
+// node that was running named (label, source_location, queue, the decoded packet) and the nodes
+// that depend on it listed as not run.
+// Thread safety: one thread launches, updates and waits.
+#pragma once
+
+#include <aqueduct/abi/amd_signal.hpp>
+#include <aqueduct/core/result.hpp>
+#include <aqueduct/graph/detail/lower.hpp>
+#include <aqueduct/graph/detail/plan.hpp>
+#include <aqueduct/graph/task_graph.hpp>
+#include <aqueduct/kfd/events.hpp>
+#include <aqueduct/kfd/memory.hpp>
+#include <aqueduct/runtime/agent.hpp>
+#include <aqueduct/runtime/detail/progress_wait.hpp>
+#include <aqueduct/runtime/detail/state.hpp>
+#include <aqueduct/runtime/kernel_args.hpp>
+#include <aqueduct/runtime/pm4_queue.hpp>
+#include <aqueduct/runtime/queue.hpp>
+#include <aqueduct/runtime/sdma_queue.hpp>
+#include <aqueduct/sync/atomics.hpp>
+#include <aqueduct/sync/signal.hpp>
+#include <aqueduct/sync/wait.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace aqueduct::graph {
+
+struct instantiate_options {
+  std::uint32_t replay_slots = 4;  // prebuilt copies: at most replay_slots - 1 replays in flight
+  sync::wait_policy wait{};        // how try_wait waits
+};
+
+// One replay of an exec_graph (its sequence number).
+struct replay_ticket {
+  std::uint64_t sequence = ~std::uint64_t{0};
+  [[nodiscard]] explicit operator bool() const noexcept { return sequence != ~std::uint64_t{0}; }
+};
+
+namespace detail {
+
+using file_type = runtime::detail::file_type;
+
+struct agent_memory {
+  runtime::detail::agent_state* agent = nullptr;
+  kfd::buffer<file_type> kernargs;  // slots * slot_bytes
+  std::uint64_t slot_bytes = 0;
+};
+
+struct exec_segment {
+  queue_binding q;
+  std::vector<segment_commands> slots;
+  std::vector<std::uint64_t> submitted_at;  // per slot: where its last replay started (AQL packet index, PM4 dword, SDMA byte)
+};
+
+enum class update_kind : std::uint8_t { args, relower };
+
+struct exec_state {
+  runtime::detail::keep_alive keep;  // declared first: released last
+  task_graph graph;
+  plan p;
+  instantiate_options opt;
+  std::vector<std::uint32_t> node_agent;      // per flat node: index in agents (kernel nodes)
+  std::vector<std::uint64_t> kernarg_offset;  // per flat node, within its agent's slot region
+  std::vector<bool> host_waited;              // per flat node: a host node waits for its signal
+  std::vector<agent_memory> agents;
+  std::vector<exec_segment> segs;
+  kfd::buffer<file_type> signals;             // slots * signals_per_slot amd_signals
+  std::uint32_t signals_per_slot = 0;
+  kfd::event<file_type> event;                // mailbox of the signals the host waits for
+  runtime::detail::driver_ref driver{};
+  std::uint64_t launched = 0;                 // replays launched
+  std::vector<std::uint64_t> slot_replay;     // per slot: the replay that last used it + 1 (0: none)
+  std::vector<std::uint32_t> log;             // flat nodes updated, in order
+  std::vector<std::size_t> slot_log;          // per slot: how much of the log it has applied
+  std::vector<bool> relower;                  // per segment: an update changed its packets
+  std::vector<std::vector<bool>> seg_stale;   // per slot, per segment
+  std::optional<failure> failed;
+
+  [[nodiscard]] abi::amd_signal* signal(std::uint32_t slot, std::uint32_t i) const noexcept {
+    return static_cast<abi::amd_signal*>(signals.host()) + std::uint64_t{slot} * signals_per_slot + i;
+  }
+  [[nodiscard]] gpu_va signal_va(std::uint32_t slot, std::uint32_t i) const noexcept {
+    return signals.va() + byte_count((std::uint64_t{slot} * signals_per_slot + i) * sizeof(abi::amd_signal));
+  }
+  [[nodiscard]] std::uint32_t slots() const noexcept { return opt.replay_slots; }
+};
+
+}  // namespace detail
+
+class exec_graph {
+ public:
+  exec_graph() = default;
+  exec_graph(exec_graph&&) noexcept = default;
+  exec_graph& operator=(exec_graph&& o) noexcept {
+    if (this != &o) {
+      drain();
+      s_ = std::move(o.s_);
+    }
+    return *this;
+  }
+  ~exec_graph() { drain(); }
+
+  [[nodiscard]] static result<exec_graph> try_instantiate(const task_graph& g, const instantiate_options& o = {});
+  [[nodiscard]] static exec_graph instantiate(const task_graph& g, const instantiate_options& o = {}) {
+    return try_instantiate(g, o).value();
+  }
+
+  // ---- replay ------------------------------------------------------------------------------------
+  // Submits one replay (see the header comment). A graph with host nodes needs a reactor to run
+  // them: co_await replay() (graph/replay.hpp) instead.
+  [[nodiscard]] result<replay_ticket> try_launch(sync::nanoseconds slot_timeout = sync::infinite) {
+    return launch_impl(false, slot_timeout);
+  }
+  replay_ticket launch() { return try_launch().value(); }
+  // Until replay `t` has finished on every queue; a fault names the node (see the header comment).
+  [[nodiscard]] result<void> try_wait(replay_ticket t, sync::nanoseconds timeout = sync::infinite);
+  void wait(replay_ticket t) { try_wait(t).value(); }
+  [[nodiscard]] result<void> try_wait_all(sync::nanoseconds timeout = sync::infinite) {
+    if (!s_ || s_->launched == 0) return ok();
+    return try_wait(replay_ticket{s_->launched - 1}, timeout);
+  }
+  // Whether replay `t` has finished (nothing waited).
+  [[nodiscard]] bool done(replay_ticket t) const noexcept;
+
+  // ---- updates (take effect at the next replay of each slot; never touch one in flight) --------
+  // New kernel arguments for a kernel node, laid out like a dispatch of its kernel (runtime
+  // untyped rules: count, sizes and offsets checked against the kernel's metadata).
+  template <class... A>
+  [[nodiscard]] result<void> try_set_args(node_id n, const A&... args);
+  [[nodiscard]] result<void> try_set_grid(node_id n, runtime::grid g, runtime::block b);
+  [[nodiscard]] result<void> try_set_copy(node_id n, gpu_va dst, gpu_va src, std::uint64_t bytes);
+  [[nodiscard]] result<void> try_set_fill(node_id n, gpu_va dst, std::uint32_t value, std::uint64_t bytes);
+  [[nodiscard]] result<void> try_set_enabled(node_id n, bool enabled);
+  // Moves every reference to the buffer named `name` (task_graph::name) to `b`: it must be at
+  // least as large and live on the same GPU.
+  template <class T>
+  [[nodiscard]] result<void> try_bind(std::string_view name, const runtime::buffer<T>& b) {
+    return try_bind_range(name, b.va(), b.size_bytes(), b.bo().gpu_id());
+  }
+  [[nodiscard]] result<void> try_bind_range(std::string_view name, gpu_va va, std::uint64_t bytes, std::uint32_t gpu_id);
+  // Every node's parameters from `g`, which must have the same topology (same nodes, kinds,
+  // queues, edges); a different topology is re-instantiated (errc::not_supported names the first
+  // difference when that is impossible).
+  [[nodiscard]] result<void> try_update(const task_graph& g);
+
+  // ---- inspection ----------------------------------------------------------------------------------
+  [[nodiscard]] const task_graph& graph() const noexcept { return s_->graph; }
+  [[nodiscard]] std::size_t size() const noexcept { return s_ ? s_->p.nodes.size() : 0; }
+  [[nodiscard]] std::size_t segments() const noexcept { return s_ ? s_->segs.size() : 0; }
+  // Packets (AQL) or dwords (PM4, SDMA) one replay writes into each queue.
+  [[nodiscard]] std::vector<std::size_t> replay_sizes() const;
+  [[nodiscard]] bool has_host_nodes() const noexcept { return s_ && !s_->p.host_nodes.empty(); }
+  [[nodiscard]] std::string to_dot() const { return s_ ? s_->graph.to_dot() : std::string(); }
+  [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
+  [[nodiscard]] detail::exec_state& state() noexcept { return *s_; }
+  // (graph/replay.hpp) A launch whose host nodes the caller's reactor runs; the fault of a replay.
+  [[nodiscard]] result<replay_ticket> try_launch_for_reactor() { return launch_impl(true, sync::infinite); }
+  [[nodiscard]] std::optional<failure> replay_fault(replay_ticket t) const {
+    const auto slot = static_cast<std::uint32_t>(t.sequence % s_->slots());
+    return s_->slot_replay[slot] == t.sequence + 1 ? fault(slot) : std::nullopt;
+  }
+
+ private:
+  [[nodiscard]] result<replay_ticket> launch_impl(bool host_nodes_ok, sync::nanoseconds slot_timeout);
+  [[nodiscard]] result<void> prepare_slot(std::uint32_t slot);
+  [[nodiscard]] result<void> submit_slot(std::uint32_t slot);
+  void lower(std::uint32_t seg, std::uint32_t slot);
+  void write_kernargs(std::uint32_t node, std::uint32_t slot) noexcept;
+  [[nodiscard]] detail::slot_view view(std::uint32_t slot) const noexcept;
+  [[nodiscard]] bool slot_done(std::uint32_t slot) const noexcept;
+  [[nodiscard]] std::optional<failure> fault(std::uint32_t slot) const;
+  [[nodiscard]] result<std::uint32_t> try_flat(node_id n, node_kind k) const;
+  void logged(std::uint32_t flat, detail::update_kind k);
+  void drain() noexcept;
+
+  std::unique_ptr<detail::exec_state> s_;
+};
+
+// ---- instantiate ---------------------------------------------------------------------------------
+
+inline detail::slot_view exec_graph::view(std::uint32_t slot) const noexcept {
+  detail::slot_view v;
+  v.slot = slot;
+  v.prev_slot = (slot + s_->slots() - 1) % s_->slots();
+  v.ctx = s_.get();
+  v.signal_va = [](const void* c, std::uint32_t s, std::uint32_t i) {
+    return static_cast<const detail::exec_state*>(c)->signal_va(s, i);
+  };
+  v.kernarg_va = [](const void* c, std::uint32_t s, std::uint32_t n) {
+    const auto& st = *static_cast<const detail::exec_state*>(c);
+    const auto& a = st.agents[st.node_agent[n]];
+    return a.kernargs.va() + byte_count(a.slot_bytes * s + st.kernarg_offset[n]);
+  };
+  v.node_signals = s_->p.node_signals;
+  v.segments = static_cast<std::uint32_t>(s_->segs.size());
+  v.event_mailbox = s_->event.mailbox_va();
+  v.event_id = s_->event.id();
+  return v;
+}
+
+inline void exec_graph::lower(std::uint32_t seg, std::uint32_t slot) {
+  detail::exec_segment& sg = s_->segs[seg];
+  const detail::slot_view v = view(slot);
+  detail::segment_commands& out = sg.slots[slot];
+  switch (sg.q.type) {
+    case queue_type::aql: detail::aql_lowering(s_->p, v, out).lower(seg); break;
+    case queue_type::pm4:
+      detail::pm4_lowering(s_->p, v, out, s_->host_waited).lower(seg, *static_cast<runtime::pm4_queue*>(sg.q.queue));
+      break;
+    case queue_type::sdma:
+      detail::sdma_lowering(s_->p, v, out, s_->host_waited).lower(seg, *static_cast<runtime::sdma_queue*>(sg.q.queue));
+      break;
+    case queue_type::none: break;
+  }
+}
+
+inline void exec_graph::write_kernargs(std::uint32_t n, std::uint32_t slot) noexcept {
+  const node& x = s_->p.nodes[n];
+  if (x.kind != node_kind::kernel) return;
+  const detail::agent_memory& a = s_->agents[s_->node_agent[n]];
+  auto* base = static_cast<std::byte*>(a.kernargs.host()) + a.slot_bytes * slot + s_->kernarg_offset[n];
+  std::memcpy(base, x.args.data(), x.args.size());
+  x.kernel.hidden.put(base, x.kernel.kernarg_size, x.grid, x.block);
+  if (x.queue.type == queue_type::pm4) {  // the dispatch packet a PM4 dispatch points the kernel at
+    abi::kernel_dispatch_packet pkt{};
+    pkt.setup = 3;
+    pkt.workgroup_size_x = x.block.x;
+    pkt.workgroup_size_y = x.block.y;
+    pkt.workgroup_size_z = x.block.z;
+    pkt.grid_size_x = x.grid.x;
+    pkt.grid_size_y = x.grid.y;
+    pkt.grid_size_z = x.grid.z;
+    pkt.group_segment_size = x.kernel.group_segment_size;
+    pkt.kernel_object = x.kernel.object.value;
+    pkt.kernarg_address = a.kernargs.va().value + a.slot_bytes * slot + s_->kernarg_offset[n];
+    std::memcpy(base + detail::pm4_lowering::kernarg_bytes(x), &pkt, sizeof pkt);
+  }
+}
+
+inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const instantiate_options& o) {
+  if (o.replay_slots < 2) return failure(errc::invalid_argument, "instantiate_options::replay_slots must be at least 2");
+  exec_graph e;
+  e.s_ = std::make_unique<detail::exec_state>();
+  detail::exec_state& s = *e.s_;
+  s.graph = g;
+  s.opt = o;
+  try {
+    s.p = detail::make_plan(g);
+  } catch (const error& x) {
+    return x.get_failure();
+  }
+  const auto n = static_cast<std::uint32_t>(s.p.nodes.size());
+  // Agents: every queue's, in order of first use.
+  const auto agent_index = [&](runtime::detail::agent_state* a) -> std::uint32_t {
+    for (std::uint32_t i = 0; i < s.agents.size(); ++i)
+      if (s.agents[i].agent == a) return i;
+    s.agents.push_back(detail::agent_memory{a, {}, 0});
+    return static_cast<std::uint32_t>(s.agents.size() - 1);
+  };
+  for (const queue_binding& q : s.p.segments) (void)agent_index(q.agent);
+  if (s.agents.empty()) {
+    // A graph of host nodes only still needs a system for its event: refuse it plainly.
+    return failure(errc::invalid_argument, "instantiate: the graph has no node on a queue (nothing for a device to run)");
+  }
+  s.keep = runtime::detail::keep_system(*s.agents.front().agent);
+  s.driver = s.agents.front().agent->sys->ref();
+  // Kernargs: per agent, one region per slot; each kernel node at a fixed offset in it.
+  s.node_agent.assign(n, 0);
+  s.kernarg_offset.assign(n, 0);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const node& x = s.p.nodes[i];
+    if (x.kind != node_kind::kernel) continue;
+    if (x.queue.type == queue_type::pm4 && x.kernel.private_segment_size)
+      return failure(errc::not_supported, x.describe() + ": the kernel uses scratch, which PM4 dispatches do not set up yet");
+    if (x.args.size() > x.kernel.kernarg_size && x.kernel.kernarg_size)
+      return failure(errc::invalid_argument, x.describe() + ": more argument bytes than the kernel's kernarg segment");
+    const std::uint32_t a = agent_index(x.queue.agent);
+    s.node_agent[i] = a;
+    s.kernarg_offset[i] = s.agents[a].slot_bytes;
+    s.agents[a].slot_bytes += detail::pm4_lowering::kernarg_bytes(x) + (x.queue.type == queue_type::pm4 ? 64 : 0);
+  }
+  for (detail::agent_memory& a : s.agents) {
+    a.slot_bytes = std::max<std::uint64_t>((a.slot_bytes + 255) / 256 * 256, 256);
+    AQUEDUCT_TRY(a.kernargs, kfd::buffer<detail::file_type>::try_allocate(a.agent->sys->ref(), *a.agent->node,
+                                                                          byte_count(a.slot_bytes * o.replay_slots),
+                                                                          kfd::memory_use::host));
+  }
+  // Signals: node signals, then one done signal per segment, per slot; visible to every GPU.
+  s.signals_per_slot = s.p.node_signals + static_cast<std::uint32_t>(s.p.segments.size());
+  runtime::detail::agent_state& first = *s.agents.front().agent;
+  AQUEDUCT_TRY(s.signals, kfd::buffer<detail::file_type>::try_allocate(
+                              first.sys->ref(), *first.node,
+                              byte_count(std::uint64_t{s.signals_per_slot} * o.replay_slots * sizeof(abi::amd_signal)),
+                              kfd::memory_use::queue));
+  for (std::size_t i = 1; i < s.agents.size(); ++i) AQUEDUCT_TRY_VOID(s.signals.try_map_to(*s.agents[i].agent->node));
+  AQUEDUCT_TRY(s.event, first.sys->try_make_event(*first.node));
+  for (std::size_t i = 1; i < s.agents.size(); ++i) {  // the event page must reach every GPU that writes a mailbox
+    AQUEDUCT_TRY(auto ev, s.agents[i].agent->sys->try_make_event(*s.agents[i].agent->node));
+    (void)ev;
+  }
+  // Which node signals a host node waits for (those carry the mailbox and raise the event).
+  s.host_waited.assign(n, false);
+  for (std::uint32_t h : s.p.host_nodes)
+    for (std::uint32_t w : s.p.placed[h].waits) s.host_waited[w] = true;
+  for (std::uint32_t slot = 0; slot < o.replay_slots; ++slot)
+    for (std::uint32_t i = 0; i < s.signals_per_slot; ++i) {
+      const bool mailbox = i >= s.p.node_signals;  // done signals always
+      sync::signal_ref::initialize(*s.signal(slot, i), 0, mailbox ? s.event.mailbox_va().value : 0, mailbox ? s.event.id() : 0);
+    }
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (s.host_waited[i] && s.p.placed[i].signal != detail::no_index)
+      for (std::uint32_t slot = 0; slot < o.replay_slots; ++slot) {
+        abi::amd_signal& sig = *s.signal(slot, s.p.placed[i].signal);
+        sig.event_mailbox_ptr = s.event.mailbox_va().value;
+        sig.event_id = s.event.id();
+      }
+  // Segments: prebuilt packets and kernargs for every slot.
+  s.segs.resize(s.p.segments.size());
+  s.relower.assign(s.segs.size(), false);
+  for (std::size_t i = 0; i < s.segs.size(); ++i) {
+    s.segs[i].q = s.p.segments[i];
+    s.segs[i].slots.resize(o.replay_slots);
+    s.segs[i].submitted_at.assign(o.replay_slots, 0);
+  }
+  s.slot_replay.assign(o.replay_slots, 0);
+  s.slot_log.assign(o.replay_slots, 0);
+  s.log.reserve(2 * std::size_t{n} + 64);  // updates between replays: no allocation in steady state
+  try {
+    for (std::uint32_t slot = 0; slot < o.replay_slots; ++slot) {
+      for (std::uint32_t i = 0; i < n; ++i) e.write_kernargs(i, slot);
+      for (std::uint32_t seg = 0; seg < s.segs.size(); ++seg) e.lower(seg, slot);
+    }
+  } catch (const error& x) {
+    return x.get_failure();
+  }
+  return e;
+}
+
+// ---- replay ----------------------------------------------------------------------------------------
+
+inline bool exec_graph::slot_done(std::uint32_t slot) const noexcept {
+  for (std::uint32_t seg = 0; seg < s_->segs.size(); ++seg)
+    if (sync::atomic_load(s_->signal(slot, s_->p.node_signals + seg)->value, std::memory_order_acquire) != 0) return false;
+  return true;
+}
+
+inline bool exec_graph::done(replay_ticket t) const noexcept {
+  if (!s_ || t.sequence >= s_->launched) return false;
+  const auto slot = static_cast<std::uint32_t>(t.sequence % s_->slots());
+  if (s_->slot_replay[slot] != t.sequence + 1) return true;  // the slot was reused: t finished before
+  return slot_done(slot);
+}
+
+// Writes what changed since the slot last ran; resets its signals.
+inline result<void> exec_graph::prepare_slot(std::uint32_t slot) {
+  detail::exec_state& s = *s_;
+  for (std::size_t i = s.slot_log[slot]; i < s.log.size(); ++i) write_kernargs(s.log[i], slot);
+  s.slot_log[slot] = s.log.size();
+  // Drop what every slot has applied (in place: the log keeps its capacity).
+  const std::size_t applied = *std::min_element(s.slot_log.begin(), s.slot_log.end());
+  if (applied) {
+    s.log.erase(s.log.begin(), s.log.begin() + static_cast<std::ptrdiff_t>(applied));
+    for (std::size_t& p : s.slot_log) p -= applied;
+  }
+  for (std::uint32_t seg = 0; seg < s.segs.size(); ++seg)
+    if (s.segs[seg].slots[slot].stale) {
+      try {
+        lower(seg, slot);
+      } catch (const error& x) {
+        return x.get_failure();
+      }
+    }
+  for (std::uint32_t i = 0; i < s.signals_per_slot; ++i) sync::atomic_store(s.signal(slot, i)->value, 1, std::memory_order_relaxed);
+  return ok();
+}
+
+inline result<void> exec_graph::submit_slot(std::uint32_t slot) {
+  detail::exec_state& s = *s_;
+  for (std::uint32_t seg = 0; seg < s.segs.size(); ++seg) {
+    detail::exec_segment& sg = s.segs[seg];
+    detail::segment_commands& c = sg.slots[slot];
+    switch (sg.q.type) {
+      case queue_type::aql: {
+        auto& q = static_cast<runtime::queue*>(sg.q.queue)->aql();
+        const auto total = static_cast<std::uint32_t>(c.aql.size());
+        for (std::uint32_t at = 0; at < total;) {  // more packets than the ring holds: several reservations
+          const std::uint32_t n = std::min(total - at, q.size());
+          auto r = q.try_reserve(n, sync::infinite);
+          if (!r) return std::move(r).get_failure();
+          if (at == 0) sg.submitted_at[slot] = r->index(0);
+          for (std::uint32_t i = 0; i < n; ++i) r->write(i, c.aql[at + i]);
+          r->publish();
+          at += n;
+        }
+        break;
+      }
+      case queue_type::pm4: {
+        auto t = static_cast<runtime::pm4_queue*>(sg.q.queue)->try_submit(c.cmds, sync::infinite, &sg.submitted_at[slot]);
+        if (!t) return std::move(t).get_failure();
+        break;
+      }
+      case queue_type::sdma: {
+        auto t = static_cast<runtime::sdma_queue*>(sg.q.queue)->try_submit(c.cmds, sync::infinite, &sg.submitted_at[slot]);
+        if (!t) return std::move(t).get_failure();
+        break;
+      }
+      case queue_type::none: break;
+    }
+  }
+  return ok();
+}
+
+inline result<replay_ticket> exec_graph::launch_impl(bool host_nodes_ok, sync::nanoseconds slot_timeout) {
+  if (!s_) return failure(errc::invalid_argument, "this exec_graph is empty (default-constructed or moved-from)");
+  detail::exec_state& s = *s_;
+  if (s.failed) return *s.failed;
+  if (!host_nodes_ok && !s.p.host_nodes.empty())
+    return failure(errc::invalid_argument, "this graph has host nodes: replay it with co_await aq::graph::replay(exec) so a reactor runs them");
+  const std::uint64_t seq = s.launched;
+  const auto slot = static_cast<std::uint32_t>(seq % s.slots());
+  // The slot's signals are about to be reset: the replay that waits for them (the one after its
+  // last user) must have finished.
+  if (seq + 1 >= s.slots()) AQUEDUCT_TRY_VOID(try_wait(replay_ticket{seq + 1 - s.slots()}, slot_timeout));
+  AQUEDUCT_TRY_VOID(prepare_slot(slot));
+  s.slot_replay[slot] = seq + 1;
+  s.launched = seq + 1;
+  if (auto r = submit_slot(slot); !r) {
+    s.failed = r.get_failure();
+    return std::move(r).get_failure();
+  }
+  return replay_ticket{seq};
+}
+
+// The node a stopped queue was running, named, and what it leaves unrun.
+inline std::optional<failure> exec_graph::fault(std::uint32_t slot) const {
+  const detail::exec_state& s = *s_;
+  for (std::uint32_t seg = 0; seg < s.segs.size(); ++seg) {
+    const detail::exec_segment& sg = s.segs[seg];
+    std::string queue_text;
+    std::uint32_t node = detail::no_index;
+    const detail::segment_commands& c = sg.slots[slot];
+    switch (sg.q.type) {
+      case queue_type::aql: {
+        auto& q = *static_cast<runtime::queue*>(sg.q.queue);
+        if (!q.fault()) continue;
+        const std::uint64_t at = q.read_index() - sg.submitted_at[slot];
+        if (at < c.aql_node.size()) node = c.aql_node[at];
+        q.describe(queue_text);
+        break;
+      }
+      case queue_type::pm4: {
+        auto& q = *static_cast<runtime::pm4_queue*>(sg.q.queue);
+        if (!q.fault()) continue;
+        const std::size_t pk = c.cmds.packet_at(q.read_pointer() - sg.submitted_at[slot]);
+        if (pk < c.cmd_node.size()) node = c.cmd_node[pk];
+        q.describe(queue_text);
+        break;
+      }
+      case queue_type::sdma: {
+        auto& q = *static_cast<runtime::sdma_queue*>(sg.q.queue);
+        if (!q.fault()) continue;
+        // Bytes -> dwords; NOP padding at the ring's end (if any) makes this approximate.
+        const std::size_t pk = c.cmds.packet_at((q.read_offset() - sg.submitted_at[slot]) / 4);
+        if (pk < c.cmd_node.size()) node = c.cmd_node[pk];
+        q.describe(queue_text);
+        break;
+      }
+      case queue_type::none: continue;
+    }
+    std::string d = "graph replay failed in ";
+    d += node != detail::no_index ? s.p.nodes[node].describe() : "the glue packets of " + detail::queue_name(sg.q);
+    d += ": " + queue_text;
+    if (node != detail::no_index) {
+      std::string after;
+      for (std::uint32_t i = node + 1; i < s.p.nodes.size(); ++i) {
+        bool depends = false;
+        for (std::uint32_t d2 : s.p.nodes[i].deps) depends |= d2 == node;
+        if (depends) after += (after.empty() ? "" : ", ") + s.p.nodes[i].describe();
+      }
+      if (!after.empty()) d += "; not run (they depend on it): " + after;
+    }
+    return failure(errc::device_fault, std::move(d));
+  }
+  return std::nullopt;
+}
+
+inline result<void> exec_graph::try_wait(replay_ticket t, sync::nanoseconds timeout) {
+  if (!s_) return failure(errc::invalid_argument, "this exec_graph is empty (default-constructed or moved-from)");
+  if (!t || t.sequence >= s_->launched) return failure(errc::invalid_argument, "try_wait: not a replay of this exec_graph");
+  const auto slot = static_cast<std::uint32_t>(t.sequence % s_->slots());
+  if (s_->slot_replay[slot] != t.sequence + 1) return ok();
+  auto r = runtime::detail::wait_for_progress(
+      runtime::detail::kfd_waiter{s_->driver}, s_->event.id(), s_->opt.wait, timeout, [&] { return slot_done(slot); },
+      [&] { return fault(slot); },
+      [&](sync::nanoseconds waited) {
+        std::string d = "graph replay " + std::to_string(t.sequence) + " not finished after " +
+                        std::to_string(std::chrono::duration<double, std::milli>(waited).count()) + " ms:";
+        for (std::uint32_t seg = 0; seg < s_->segs.size(); ++seg)
+          d += " " + detail::queue_name(s_->segs[seg].q) +
+               (sync::atomic_load(s_->signal(slot, s_->p.node_signals + seg)->value, std::memory_order_acquire) ? " running;" : " done;");
+        return failure(errc::timeout, std::move(d));
+      });
+  if (!r && r.get_failure() == errc::device_fault) s_->failed = r.get_failure();
+  return r;
+}
+
+inline void exec_graph::drain() noexcept {
+  if (!s_ || s_->failed) return;
+  (void)try_wait_all(std::chrono::seconds(5));
+}
+
+inline std::vector<std::size_t> exec_graph::replay_sizes() const {
+  std::vector<std::size_t> v;
+  for (const auto& sg : s_->segs) v.push_back(sg.q.type == queue_type::aql ? sg.slots[0].aql.size() : sg.slots[0].cmds.size());
+  return v;
+}
+
+// ---- updates -----------------------------------------------------------------------------------------
+
+inline result<std::uint32_t> exec_graph::try_flat(node_id n, node_kind k) const {
+  if (!s_) return failure(errc::invalid_argument, "this exec_graph is empty (default-constructed or moved-from)");
+  if (!n || n.value >= s_->p.top_to_flat.size() || s_->p.top_to_flat[n.value] == detail::no_index)
+    return failure(errc::invalid_argument, "node " + std::to_string(n.value) + " is not a node of this graph (a child graph's nodes are updated through their own ids)");
+  const std::uint32_t f = s_->p.top_to_flat[n.value];
+  if (s_->p.nodes[f].kind != k)
+    return failure(errc::invalid_argument, s_->p.nodes[f].describe() + " is not a " + to_string(k) + " node");
+  return f;
+}
+
+inline void exec_graph::logged(std::uint32_t flat, detail::update_kind k) {
+  s_->log.push_back(flat);
+  if (k == detail::update_kind::relower) {
+    const std::uint32_t seg = s_->p.placed[flat].segment;
+    if (seg != detail::no_index)
+      for (auto& c : s_->segs[seg].slots) c.stale = true;
+  }
+}
+
+template <class... A>
+result<void> exec_graph::try_set_args(node_id n, const A&... args) {
+  AQUEDUCT_TRY(const std::uint32_t f, try_flat(n, node_kind::kernel));
+  node& x = s_->p.nodes[f];
+  if (!runtime::detail::untyped_args_match<A...>(x.kernel.args, x.kernel.kernarg_size))
+    return runtime::detail::untyped_args_mismatch<A...>(x.kernel.name, x.kernel.args, x.kernel.kernarg_size);
+  runtime::detail::put_kernargs(x.args.data(), args...);
+  logged(f, detail::update_kind::args);
+  return ok();
+}
+
+inline result<void> exec_graph::try_set_grid(node_id n, runtime::grid g, runtime::block b) {
+  AQUEDUCT_TRY(const std::uint32_t f, try_flat(n, node_kind::kernel));
+  if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z) return failure(errc::invalid_argument, "grid and block sizes must be positive");
+  node& x = s_->p.nodes[f];
+  x.grid = g;
+  x.block = b;
+  logged(f, detail::update_kind::relower);  // the packet holds the grid (and hidden arguments change)
+  return ok();
+}
+
+inline result<void> exec_graph::try_set_copy(node_id n, gpu_va dst, gpu_va src, std::uint64_t bytes) {
+  AQUEDUCT_TRY(const std::uint32_t f, try_flat(n, node_kind::copy));
+  node& x = s_->p.nodes[f];
+  x.dst = dst;
+  x.src = src;
+  x.bytes = bytes;
+  logged(f, detail::update_kind::relower);
+  return ok();
+}
+
+inline result<void> exec_graph::try_set_fill(node_id n, gpu_va dst, std::uint32_t value, std::uint64_t bytes) {
+  AQUEDUCT_TRY(const std::uint32_t f, try_flat(n, node_kind::fill));
+  if (!dst.aligned(4) || bytes % 4) return failure(errc::invalid_argument, "fill: address and length must be dword multiples");
+  node& x = s_->p.nodes[f];
+  x.dst = dst;
+  x.value32 = value;
+  x.bytes = bytes;
+  logged(f, detail::update_kind::relower);
+  return ok();
+}
+
+inline result<void> exec_graph::try_set_enabled(node_id n, bool enabled) {
+  if (!s_ || !n || n.value >= s_->p.top_to_flat.size() || s_->p.top_to_flat[n.value] == detail::no_index)
+    return failure(errc::invalid_argument, "not a node of this graph");
+  const std::uint32_t f = s_->p.top_to_flat[n.value];
+  node& x = s_->p.nodes[f];
+  if (x.kind == node_kind::host || x.kind == node_kind::signal_wait)
+    return failure(errc::not_supported, x.describe() + ": only device nodes can be disabled");
+  if (x.enabled == enabled) return ok();
+  x.enabled = enabled;
+  logged(f, detail::update_kind::relower);
+  return ok();
+}
+
+inline result<void> exec_graph::try_bind_range(std::string_view name, gpu_va va, std::uint64_t bytes, std::uint32_t gpu_id) {
+  if (!s_) return failure(errc::invalid_argument, "this exec_graph is empty");
+  task_graph::binding* b = nullptr;
+  for (const auto& x : s_->graph.bindings())
+    if (x.name == name) b = const_cast<task_graph::binding*>(&x);
+  if (!b) return failure(errc::not_found, "no buffer named '" + std::string(name) + "' in this graph (task_graph::name)");
+  if (bytes < b->bytes)
+    return failure(errc::invalid_argument, "bind('" + std::string(name) + "'): the buffer holds " + std::to_string(bytes) +
+                                               " bytes, the graph uses " + std::to_string(b->bytes));
+  if (gpu_id != b->gpu_id)
+    return failure(errc::invalid_argument, "bind('" + std::string(name) + "'): the buffer is on gpu_id " + std::to_string(gpu_id) +
+                                               ", the graph's on gpu_id " + std::to_string(b->gpu_id) + " (its nodes' queues expect that GPU)");
+  const std::uint64_t lo = b->va.value, hi = b->va.value + b->bytes;
+  const auto moved = [&](std::uint64_t a) { return a >= lo && a < hi ? va.value + (a - lo) : a; };
+  for (std::uint32_t f = 0; f < s_->p.nodes.size(); ++f) {
+    node& x = s_->p.nodes[f];
+    bool changed = false;
+    if (x.kind == node_kind::kernel)
+      for (std::uint32_t off : x.pointers) {
+        std::uint64_t p;
+        std::memcpy(&p, x.args.data() + off, 8);
+        const std::uint64_t q = moved(p);
+        if (q != p) {
+          std::memcpy(x.args.data() + off, &q, 8);
+          changed = true;
+        }
+      }
+    if (x.kind == node_kind::copy || x.kind == node_kind::fill || x.kind == node_kind::timestamp) {
+      const gpu_va d(moved(x.dst.value)), s2(moved(x.src.value));
+      changed = d != x.dst || s2 != x.src;
+      x.dst = d;
+      x.src = s2;
+      if (changed) logged(f, detail::update_kind::relower);
+      continue;
+    }
+    if (changed) logged(f, detail::update_kind::args);
+  }
+  b->va = va;
+  return ok();
+}
+
+inline result<void> exec_graph::try_update(const task_graph& g) {
+  if (!s_) return failure(errc::invalid_argument, "this exec_graph is empty");
+  const task_graph& old = s_->graph;
+  std::string diff;
+  if (g.size() != old.size()) diff = std::to_string(g.size()) + " nodes instead of " + std::to_string(old.size());
+  for (std::size_t i = 0; diff.empty() && i < g.size(); ++i) {
+    const node& a = old.nodes()[i];
+    const node& b = g.nodes()[i];
+    if (a.kind != b.kind || !(a.queue == b.queue) || a.deps != b.deps || (a.kind == node_kind::kernel && a.kernel.object != b.kernel.object) ||
+        a.kind == node_kind::child)
+      diff = "node " + std::to_string(i) + " (" + b.describe() + ") differs in kind, queue, kernel or edges";
+  }
+  if (!diff.empty()) {  // another topology: instantiate it anew, keeping nothing of the old
+    AQUEDUCT_TRY_VOID(try_wait_all());
+    AQUEDUCT_TRY(auto fresh, try_instantiate(g, s_->opt));
+    s_ = std::move(fresh.s_);
+    return ok();
+  }
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    const std::uint32_t f = s_->p.top_to_flat[i];
+    const node& b = g.nodes()[i];
+    node& x = s_->p.nodes[f];
+    const bool relower = x.grid.x != b.grid.x || x.grid.y != b.grid.y || x.grid.z != b.grid.z || x.block.x != b.block.x ||
+                         x.block.y != b.block.y || x.block.z != b.block.z || x.dst != b.dst || x.src != b.src ||
+                         x.bytes != b.bytes || x.value32 != b.value32 || x.enabled != b.enabled || x.value != b.value;
+    const bool args = x.args != b.args;
+    x.args = b.args;
+    x.grid = b.grid;
+    x.block = b.block;
+    x.dst = b.dst;
+    x.src = b.src;
+    x.bytes = b.bytes;
+    x.value32 = b.value32;
+    x.enabled = b.enabled;
+    x.value = b.value;
+    x.fn = b.fn;
+    if (relower) logged(f, detail::update_kind::relower);
+    else if (args) logged(f, detail::update_kind::args);
+  }
+  s_->graph = g;
+  return ok();
+}
+
+// task_graph::instantiate
+inline exec_graph instantiate(const task_graph& g, const instantiate_options& o = {}) { return exec_graph::instantiate(g, o); }
+inline result<exec_graph> try_instantiate(const task_graph& g, const instantiate_options& o = {}) {
+  return exec_graph::try_instantiate(g, o);
+}
+
+}  // namespace aqueduct::graph

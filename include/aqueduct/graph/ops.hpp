@@ -1,0 +1,543 @@
+// aqueduct/graph/ops.hpp — the device operations a task awaits: `on(q).dispatch(...)`,
+// `on(sdma).copy/fill/signal/wait/timestamp(...)`, `on(q).barrier(...)`, `until(signal, ...)`,
+// `host(fn)`, and co_await of a runtime ticket or signal.
+//
+// Layer: graph. `on(q)` makes a `queue_ref` of a runtime queue (AQL, PM4 or SDMA); its members
+// return lazy operations: nothing is submitted when they are called. The task's await_transform
+// lowers one with the task's context (graph/context.hpp):
+//   - eagerly: a stop requested → errc::cancelled naming the co_await; else the runtime submits it
+//     now (the typed dispatch of runtime/queue.hpp, the SDMA packets of runtime/sdma_queue.hpp)
+//     and the task suspends on its ticket until the reactor sees the queue's progress reach it;
+//   - inside capture(): recorded into the graph (graph/capture.hpp), nothing submitted.
+// The runtime's own `q.dispatch(...)` still submits at once and returns a ticket; co_await of a
+// ticket waits for it eagerly, and inside capture() it is an error naming the co_await (that work
+// was already submitted: it cannot be recorded) — never a silent fallback.
+// A wait never spins past the reactor's spin_for: it sleeps on the queue's KFD event. A queue the
+// device stopped (a fault) ends the wait with the device's failure, prefixed with the operation
+// and the co_await's file:line. Waits for device work are not cancellable (the device keeps
+// using the memory); waits for a signal's value are (host side).
+// Thread safety: operations are made and awaited on the reactor's thread.
+#pragma once
+
+#include <aqueduct/abi/amd_signal.hpp>
+#include <aqueduct/core/result.hpp>
+#include <aqueduct/graph/context.hpp>
+#include <aqueduct/graph/device_events.hpp>
+#include <aqueduct/graph/task.hpp>
+#include <aqueduct/graph/task_graph.hpp>
+#include <aqueduct/runtime/kernel.hpp>
+#include <aqueduct/runtime/memory.hpp>
+#include <aqueduct/runtime/pm4_queue.hpp>
+#include <aqueduct/runtime/queue.hpp>
+#include <aqueduct/runtime/queue_kind.hpp>
+#include <aqueduct/runtime/sdma_queue.hpp>
+#include <aqueduct/runtime/signal.hpp>
+#include <aqueduct/sync/atomics.hpp>
+#include <aqueduct/sync/signal.hpp>
+
+#include <array>
+#include <concepts>
+#include <functional>
+#include <coroutine>
+#include <cstdint>
+#include <source_location>
+#include <span>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace aqueduct::graph {
+
+namespace detail {
+
+// Where the completion of a ticket of kind K shows, from the queue state the ticket names.
+template <runtime::queue_kind K>
+struct ticket_probe;
+template <>
+struct ticket_probe<runtime::aql_t> {
+  using state = runtime::detail::queue_state;
+  static bool done(const state& s, std::uint64_t v) noexcept { return s.aql->read_index() > v; }
+};
+template <>
+struct ticket_probe<runtime::pm4_t> {
+  using state = runtime::detail::pm4_queue_state;
+  static bool done(const state& s, std::uint64_t v) noexcept {
+    return sync::atomic_load(*s.progress, std::memory_order_acquire) >= v;
+  }
+};
+template <>
+struct ticket_probe<runtime::sdma_t> {
+  using state = runtime::detail::sdma_queue_state;
+  static bool done(const state& s, std::uint64_t v) noexcept {
+    return sync::atomic_load(*s.progress, std::memory_order_acquire) >= v;
+  }
+};
+
+// A failure of `what` awaited at `loc`: the operation and place first, then the cause.
+[[nodiscard]] inline failure located(const failure& f, std::string_view what, const std::source_location& loc) {
+  return failure(f.code(), std::string(what) + " at " + where(loc) + ": " + std::string(f.detail()), f.os_errno());
+}
+
+// Waits for a submitted ticket on the reactor (eager), or nothing (captured: ready at once).
+template <runtime::queue_kind K>
+class ticket_awaiter {
+  using probe = ticket_probe<K>;
+  using state = typename probe::state;
+
+ public:
+  // Ready at once (the operation was recorded as node `id`, not submitted).
+  ticket_awaiter(context& c, node_id id) noexcept : ctx_(&c), id_(id) {}
+  // `describe(op)` names the operation in errors: the operation is a temporary of the co_await's
+  // full expression, so it outlives the awaiter.
+  using describer = std::string (*)(const void*);
+  ticket_awaiter(const runtime::ticket<K>& t, context& c, std::source_location loc, describer d, const void* op) noexcept
+      : ctx_(&c), s_(static_cast<const state*>(t.owner())), value_(t.value()), loc_(loc), describe_(d), op_(op) {}
+  ticket_awaiter(ticket_awaiter&& o) noexcept
+      : ctx_(o.ctx_), s_(o.s_), value_(o.value_), loc_(o.loc_), describe_(o.describe_), op_(o.op_), id_(o.id_) {
+    AQUEDUCT_ASSERT(!o.p_.linked, "a waiting awaiter moved");
+  }
+  ticket_awaiter& operator=(ticket_awaiter&&) = delete;
+  ~ticket_awaiter() { ctx_->r->unwatch(p_); }
+
+  [[nodiscard]] bool await_ready() const noexcept { return !s_ || probe::done(*s_, value_); }
+  void await_suspend(std::coroutine_handle<> h) noexcept {
+    p_.poll = [](pending& p) noexcept {
+      const auto& self = *static_cast<const ticket_awaiter*>(p.owner);
+      return probe::done(*self.s_, self.value_) || (self.s_->port && self.s_->port->faulted());
+    };
+    p_.owner = this;
+    p_.waiter = h;
+    p_.events = events_of(*ctx_->r, *s_->agent);
+    p_.event_id = s_->event.id();
+    ctx_->r->watch(p_);
+  }
+  // The recorded node (capture), or an empty id (eager).
+  node_id await_resume() const {
+    if (!s_ || probe::done(*s_, value_)) return id_;
+    failure f(errc::device_fault, "the queue stopped");
+    if (s_->port)
+      if (auto d = s_->port->fault()) f = *d;
+    throw_failure(located(f, describe_(op_) + " on " + K::name + " queue " + std::to_string(s_->res.queue_id()), loc_));
+  }
+
+ private:
+  context* ctx_;
+  const state* s_ = nullptr;
+  std::uint64_t value_ = 0;
+  std::source_location loc_{};
+  describer describe_ = nullptr;
+  const void* op_ = nullptr;
+  node_id id_{};
+  pending p_{};
+};
+
+// The queue binding a recorded node keeps.
+template <class Q>
+[[nodiscard]] queue_binding binding_of(Q& q) noexcept {
+  queue_binding b;
+  if constexpr (std::is_same_v<Q, runtime::queue>) b.type = queue_type::aql;
+  else if constexpr (std::is_same_v<Q, runtime::pm4_queue>) b.type = queue_type::pm4;
+  else b.type = queue_type::sdma;
+  b.queue = &q;
+  b.agent = &q.agent_state();
+  b.queue_id = q.queue_id();
+  b.gpu_id = b.agent->node->gpu_id;
+  return b;
+}
+inline node_id record(capture_strand& s, node&& n) { return node_id{s.record(std::move(n))}; }
+
+// What every queue operation does when lowered (see the header comment). Derived provides
+// submit() -> result<ticket<K>>, name() (a static string) and describe() (for errors).
+template <class Derived, runtime::queue_kind K>
+class queue_op {
+ public:
+  [[nodiscard]] ticket_awaiter<K> lower(context& c, std::source_location loc) && {
+    Derived& self = static_cast<Derived&>(*this);
+    if (AQUEDUCT_UNLIKELY(c.stop_requested())) throw_cancelled(self.describe(), loc);
+    if (AQUEDUCT_UNLIKELY(c.capturing())) return ticket_awaiter<K>(c, self.record(*c.capture, loc));
+    auto t = self.submit();
+    if (AQUEDUCT_UNLIKELY(!t)) throw_failure(located(t.get_failure(), self.describe(), loc));
+    return ticket_awaiter<K>(*t, c, loc, [](const void* op) { return static_cast<const Derived*>(op)->describe(); }, this);
+  }
+  // A label for the node this operation records (DOT, traces, errors, exec_graph lookups).
+  Derived&& label(std::string l) && {
+    label_ = std::move(l);
+    return static_cast<Derived&&>(*this);
+  }
+
+ protected:
+  std::string label_;
+};
+
+template <runtime::queue_kind K, class... P>
+class dispatch_op : public queue_op<dispatch_op<K, P...>, K> {
+ public:
+  static constexpr const char* name = "dispatch";
+  using args_type = std::tuple<typename runtime::detail::kernel_param<P>::arg_type...>;
+  dispatch_op(typename K::queue_type& q, const runtime::kernel<P...>& k, runtime::grid g, runtime::block b, args_type a)
+      : q_(&q), k_(&k), g_(g), b_(b), args_(std::move(a)) {}
+
+  result<runtime::ticket<K>> submit() {
+    return std::apply([&](const auto&... a) { return q_->try_dispatch(*k_, g_, b_, a...); }, args_);
+  }
+  [[nodiscard]] std::string describe() const { return std::string("dispatch of kernel '") + k_->name() + "'"; }
+  node_id record(capture_strand& s, const std::source_location& loc) {
+    using L = runtime::detail::kernel_layout<P...>;
+    node n;
+    n.kind = node_kind::kernel;
+    n.queue = binding_of(*q_);
+    n.label = std::move(this->label_);
+    n.where = loc;
+    n.kernel = k_->info();
+    n.grid = g_;
+    n.block = b_;
+    n.args.assign(std::max<std::size_t>(n.kernel.kernarg_size, L::bytes), std::byte{0});
+    std::apply([&](const auto&... a) { runtime::detail::put_typed_kernargs<P...>(n.args.data(), std::index_sequence_for<P...>{}, a...); },
+               args_);
+    for (std::size_t i = 0; i < L::count; ++i)
+      if (L::classes[i] == runtime::detail::param_class::pointer) n.pointers.push_back(static_cast<std::uint32_t>(L::offsets[i]));
+    return detail::record(s, std::move(n));
+  }
+
+  [[nodiscard]] typename K::queue_type& queue() const noexcept { return *q_; }
+  [[nodiscard]] const runtime::kernel<P...>& kernel() const noexcept { return *k_; }
+  [[nodiscard]] runtime::grid grid() const noexcept { return g_; }
+  [[nodiscard]] runtime::block block() const noexcept { return b_; }
+  [[nodiscard]] const args_type& args() const noexcept { return args_; }
+
+ private:
+  typename K::queue_type* q_;
+  const runtime::kernel<P...>* k_;
+  runtime::grid g_;
+  runtime::block b_;
+  args_type args_;
+};
+
+// An SDMA operation given as a submit function (copy, fill, signal, wait, timestamp).
+template <class Submit>
+class sdma_op : public queue_op<sdma_op<Submit>, runtime::sdma_t> {
+ public:
+  static constexpr const char* name = "SDMA operation";
+  sdma_op(runtime::sdma_queue& q, const char* what, Submit s, node proto)
+      : q_(&q), what_(what), submit_(std::move(s)), proto_(std::move(proto)) {}
+  result<runtime::sdma_ticket> submit() { return submit_(*q_); }
+  [[nodiscard]] std::string describe() const { return std::string("SDMA ") + what_; }
+  node_id record(capture_strand& s, const std::source_location& loc) {
+    node n = std::move(proto_);
+    if (n.kind != node_kind::signal_wait) n.queue = binding_of(*q_);  // a wait is placed on its consumers
+    n.label = std::move(this->label_);
+    n.where = loc;
+    return detail::record(s, std::move(n));
+  }
+
+ private:
+  runtime::sdma_queue* q_;
+  const char* what_;
+  Submit submit_;
+  node proto_;
+};
+
+// An AQL barrier-AND on up to five signals (later packets of the queue wait for them).
+class aql_barrier_op : public queue_op<aql_barrier_op, runtime::aql_t> {
+ public:
+  static constexpr const char* name = "barrier";
+  aql_barrier_op(runtime::queue& q, std::span<const sync::signal_ref> deps) : q_(&q), n_(deps.size()) {
+    AQUEDUCT_ASSERT(deps.size() <= 5, "an AQL barrier-AND waits for at most 5 signals");
+    for (std::size_t i = 0; i < n_; ++i) deps_[i] = deps[i];
+  }
+  result<runtime::aql_ticket> submit() { return q_->try_barrier_and(std::span<const sync::signal_ref>(deps_.data(), n_)); }
+  [[nodiscard]] std::string describe() const { return "AQL barrier-AND on " + std::to_string(n_) + " signal(s)"; }
+  // Recorded as one signal-wait node per signal: the next nodes wait for each to reach 0.
+  node_id record(capture_strand& s, const std::source_location& loc) {
+    node_id last{};
+    for (std::size_t i = 0; i < n_; ++i) {
+      node n;
+      n.kind = node_kind::signal_wait;
+      n.signal = deps_[i];
+      n.signal_agent = &q_->agent_state();
+      n.cond = abi::signal_condition::eq;
+      n.value = 0;
+      n.label = this->label_;
+      n.where = loc;
+      last = detail::record(s, std::move(n));
+    }
+    return last;
+  }
+
+ private:
+  runtime::queue* q_;
+  std::array<sync::signal_ref, 5> deps_{};
+  std::size_t n_;
+};
+
+// Waits on the host until a signal's value satisfies a condition (cancellable).
+class signal_awaiter {
+ public:
+  signal_awaiter(sync::signal_ref s, runtime::detail::agent_state* a, abi::signal_condition cond, std::int64_t v, context& c,
+                 std::source_location loc, bool recorded = false) noexcept
+      : s_(s), a_(a), cond_(cond), v_(v), ctx_(&c), loc_(loc), recorded_(recorded) {}
+  signal_awaiter(signal_awaiter&& o) noexcept
+      : s_(o.s_), a_(o.a_), cond_(o.cond_), v_(o.v_), ctx_(o.ctx_), loc_(o.loc_), recorded_(o.recorded_) {}
+  signal_awaiter& operator=(signal_awaiter&&) = delete;
+  ~signal_awaiter() { ctx_->r->unwatch(p_); }
+
+  [[nodiscard]] bool await_ready() const noexcept { return recorded_ || holds(); }
+  void await_suspend(std::coroutine_handle<> h) noexcept {
+    p_.poll = [](pending& p) noexcept { return static_cast<const signal_awaiter*>(p.owner)->holds(); };
+    p_.owner = this;
+    p_.waiter = h;
+    p_.stop = ctx_->stop;
+    if (a_ && s_.has_event()) {
+      p_.events = events_of(*ctx_->r, *a_);
+      p_.event_id = s_.event_id();
+    }
+    ctx_->r->watch(p_);
+  }
+  // The value seen (recorded: the value it will wait for).
+  std::int64_t await_resume() const {
+    if (recorded_) return v_;
+    const std::int64_t v = s_.load(std::memory_order_acquire);
+    if (!abi::condition_holds(cond_, v, v_) && ctx_->stop_requested())
+      throw_failure(failure(errc::cancelled, "wait for a signal at " + where(loc_) + " ended: the run was asked to stop"));
+    return v;
+  }
+
+ private:
+  [[nodiscard]] bool holds() const noexcept { return abi::condition_holds(cond_, s_.load(std::memory_order_acquire), v_); }
+  sync::signal_ref s_;
+  runtime::detail::agent_state* a_;
+  abi::signal_condition cond_;
+  std::int64_t v_;
+  context* ctx_;
+  std::source_location loc_;
+  bool recorded_ = false;
+  pending p_{};
+};
+
+class until_op {
+ public:
+  until_op(sync::signal_ref s, runtime::detail::agent_state* a, abi::signal_condition cond, std::int64_t v) noexcept
+      : s_(s), a_(a), cond_(cond), v_(v) {}
+  [[nodiscard]] signal_awaiter lower(context& c, std::source_location loc) const {
+    if (c.stop_requested()) throw_cancelled("wait for a signal", loc);
+    if (c.capturing()) {  // a signal-wait node: the nodes after it wait for the signal on the device
+      node n;
+      n.kind = node_kind::signal_wait;
+      n.signal = s_;
+      n.signal_agent = a_;
+      n.cond = cond_;
+      n.value = v_;
+      n.where = loc;
+      (void)detail::record(*c.capture, std::move(n));
+      return signal_awaiter(s_, a_, cond_, v_, c, loc, true);
+    }
+    return signal_awaiter(s_, a_, cond_, v_, c, loc);
+  }
+
+ private:
+  sync::signal_ref s_;
+  runtime::detail::agent_state* a_;
+  abi::signal_condition cond_;
+  std::int64_t v_;
+};
+
+// A host function run by the task (eagerly: now, on the reactor's thread; captured: a host node).
+template <class F>
+class host_op {
+  using R = std::invoke_result_t<F&>;
+
+ public:
+  explicit host_op(F f) : f_(std::move(f)) {}
+  struct awaiter {
+    F f;
+    bool run = true;  // false: recorded, not run now
+    [[nodiscard]] bool await_ready() const noexcept { return true; }
+    void await_suspend(std::coroutine_handle<>) const noexcept {}
+    R await_resume() {
+      if constexpr (std::is_void_v<R>) {
+        if (run) f();
+      } else {
+        return f();
+      }
+    }
+  };
+  [[nodiscard]] awaiter lower(context& c, std::source_location loc) && {
+    if (c.stop_requested()) throw_cancelled("host function", loc);
+    if (c.capturing()) {
+      if constexpr (std::is_void_v<R> && std::is_copy_constructible_v<F>) {
+        node n;  // a host node: run by the reactor at each replay, between its neighbours
+        n.kind = node_kind::host;
+        n.fn = std::function<void()>(f_);
+        n.where = loc;
+        (void)detail::record(*c.capture, std::move(n));
+        return awaiter{std::move(f_), false};
+      } else {
+        throw_failure(failure(errc::not_supported, "host function at " + where(loc) +
+                                                       " cannot be captured: the task uses its value (a captured host function "
+                                                       "runs at replay time, long after the task ran) or it is not copyable"));
+      }
+    }
+    return awaiter{std::move(f_), true};
+  }
+
+ private:
+  F f_;
+};
+
+template <class Q>
+struct kind_of;
+template <>
+struct kind_of<runtime::queue> {
+  using type = runtime::aql_t;
+};
+template <>
+struct kind_of<runtime::pm4_queue> {
+  using type = runtime::pm4_t;
+};
+template <>
+struct kind_of<runtime::sdma_queue> {
+  using type = runtime::sdma_t;
+};
+
+}  // namespace detail
+
+// A runtime queue seen from a task: its members return operations to co_await (see above).
+template <runtime::queue_kind K>
+class queue_ref {
+ public:
+  using kind = K;
+  using queue_type = typename K::queue_type;
+  explicit queue_ref(queue_type& q) noexcept : q_(&q) {}
+  [[nodiscard]] queue_type& queue() const noexcept { return *q_; }
+
+  // Kernel `k` over `g` work-items in workgroups of `b` (AQL and PM4 queues; typed like the
+  // runtime's dispatch: a swapped or missing argument does not compile).
+  template <class... P>
+    requires(!std::same_as<K, runtime::sdma_t>)
+  [[nodiscard]] detail::dispatch_op<K, P...> dispatch(const runtime::kernel<P...>& k, runtime::grid g, runtime::block b,
+                                                      const typename runtime::detail::kernel_param<P>::arg_type&... args) const {
+    return detail::dispatch_op<K, P...>(*q_, k, g, b, {args...});
+  }
+
+  // Barrier-AND (AQL): later work on this queue waits until every signal is 0.
+  [[nodiscard]] detail::aql_barrier_op barrier(std::span<const sync::signal_ref> deps = {}) const
+    requires std::same_as<K, runtime::aql_t>
+  {
+    return detail::aql_barrier_op(*q_, deps);
+  }
+
+  // ---- SDMA ----------------------------------------------------------------------------------
+  [[nodiscard]] auto copy(gpu_va dst, gpu_va src, std::uint64_t bytes) const
+    requires std::same_as<K, runtime::sdma_t>
+  {
+    node n;
+    n.kind = node_kind::copy;
+    n.dst = dst;
+    n.src = src;
+    n.bytes = bytes;
+    return sdma([dst, src, bytes](runtime::sdma_queue& q) { return q.try_copy(dst, src, bytes); }, "copy", std::move(n));
+  }
+  template <class T>
+  [[nodiscard]] auto copy(const runtime::buffer<T>& dst, const runtime::buffer<T>& src) const
+    requires std::same_as<K, runtime::sdma_t>
+  {
+    AQUEDUCT_ASSERT(dst.size() >= src.size(), "copy: the destination is smaller than the source");
+    return copy(dst.va(), src.va(), src.size_bytes());
+  }
+  [[nodiscard]] auto fill(gpu_va dst, std::uint32_t value, std::uint64_t bytes) const
+    requires std::same_as<K, runtime::sdma_t>
+  {
+    node n;
+    n.kind = node_kind::fill;
+    n.dst = dst;
+    n.value32 = value;
+    n.bytes = bytes;
+    return sdma([dst, value, bytes](runtime::sdma_queue& q) { return q.try_fill(dst, value, bytes); }, "fill", std::move(n));
+  }
+  // After the work before it: set the signal's value (and raise its event).
+  [[nodiscard]] auto signal(sync::signal_ref s, std::int64_t value) const
+    requires std::same_as<K, runtime::sdma_t>
+  {
+    node n;
+    n.kind = node_kind::signal_record;
+    n.signal = s;
+    n.value = value;
+    return sdma([s, value](runtime::sdma_queue& q) { return q.try_signal(s, value); }, "signal", std::move(n));
+  }
+  // Later work on this queue waits until the signal's value is `value` (POLL_REGMEM).
+  [[nodiscard]] auto wait(sync::signal_ref s, std::uint32_t value) const
+    requires std::same_as<K, runtime::sdma_t>
+  {
+    node n;
+    n.kind = node_kind::signal_wait;
+    n.signal = s;
+    n.signal_agent = &q_->agent_state();
+    n.cond = abi::signal_condition::eq;
+    n.value = value;
+    return sdma([s, value](runtime::sdma_queue& q) { return q.try_wait_signal(s, value); }, "wait for a signal", std::move(n));
+  }
+  [[nodiscard]] auto timestamp(gpu_va addr) const
+    requires std::same_as<K, runtime::sdma_t>
+  {
+    node n;
+    n.kind = node_kind::timestamp;
+    n.dst = addr;
+    return sdma([addr](runtime::sdma_queue& q) { return q.try_timestamp(addr); }, "timestamp", std::move(n));
+  }
+
+ private:
+  template <class F>
+  [[nodiscard]] detail::sdma_op<F> sdma(F f, const char* what, node proto) const {
+    return detail::sdma_op<F>(*q_, what, std::move(f), std::move(proto));
+  }
+  queue_type* q_;
+};
+
+template <class Q>
+  requires requires { typename detail::kind_of<Q>::type; }
+[[nodiscard]] queue_ref<typename detail::kind_of<Q>::type> on(Q& q) noexcept {
+  return queue_ref<typename detail::kind_of<Q>::type>(q);
+}
+
+// co_await until(sig, cond, v): until the signal's value satisfies `cond` against v (host side,
+// sleeping on the signal's event; cancellable). Returns the value seen.
+[[nodiscard]] inline detail::until_op until(const runtime::signal& s, abi::signal_condition cond, std::int64_t v) {
+  return detail::until_op(s.ref(), s.agent_state(), cond, v);
+}
+// The same for a signal of agent `a` given by reference (e.g. a queue's completion signal).
+[[nodiscard]] inline detail::until_op until(sync::signal_ref s, const runtime::agent& a, abi::signal_condition cond, std::int64_t v) {
+  return detail::until_op(s, &a.state(), cond, v);
+}
+
+// co_await host(fn): run fn() (eagerly: now, on the reactor's thread); its result is the
+// co_await's value and its exception is thrown there.
+template <class F>
+[[nodiscard]] detail::host_op<std::decay_t<F>> host(F&& f) {
+  return detail::host_op<std::decay_t<F>>(std::forward<F>(f));
+}
+
+namespace detail {
+// co_await of a runtime ticket: wait for it (eager); inside capture() an error (it already ran).
+template <runtime::queue_kind K>
+struct awaitable_traits<runtime::ticket<K>> {
+  static ticket_awaiter<K> lower(const runtime::ticket<K>& t, context& c, std::source_location loc) {
+    if (c.capturing())
+      throw_failure(failure(errc::not_supported,
+                            std::string("co_await of a ") + K::name + " ticket at " + where(loc) +
+                                " inside capture(): the runtime's dispatch submitted that work when it was called, so it "
+                                "cannot be recorded; write co_await aq::on(q).dispatch(...) (an operation) instead"));
+    if (!t) throw_failure(failure(errc::invalid_argument, std::string("co_await of an empty ") + K::name + " ticket at " + where(loc)));
+    return ticket_awaiter<K>(t, c, loc, [](const void*) { return std::string("work awaited by its ticket"); }, nullptr);
+  }
+};
+// co_await of a runtime signal: until its value is 0 (a completion signal's end).
+template <>
+struct awaitable_traits<runtime::signal> {
+  static signal_awaiter lower(const runtime::signal& s, context& c, std::source_location loc) {
+    return until(s, abi::signal_condition::eq, 0).lower(c, loc);
+  }
+};
+}  // namespace detail
+
+}  // namespace aqueduct::graph

@@ -1,0 +1,238 @@
+// aqueduct/graph/task_graph.hpp — `task_graph`: what capture() records — nodes (kernel, copy,
+// fill, signal wait/record, timestamp, host callback, child graph) and the edges between them.
+//
+// Layer: graph. A node keeps everything its lowering needs, by value: the kernel's dispatch
+// information and its kernarg bytes as laid out at capture, the grid and block, copy addresses
+// and sizes, the signal and value, the host function, the child graph. Edges are the program
+// order of one strand (each node depends on the strand's previous frontier); when_all branches
+// add no edges between each other and join into the awaiting strand. Where it came from is kept
+// for errors, DOT and traces: the node's label, its co_await's source_location, its queue.
+// A task_graph is a value; instantiating it (graph/exec_graph.hpp) lowers it into packets.
+// Thread safety: a value (const use from several threads is fine).
+#pragma once
+
+#include <aqueduct/abi/amd_signal.hpp>
+#include <aqueduct/core/units.hpp>
+#include <aqueduct/runtime/kernel.hpp>
+#include <aqueduct/runtime/memory.hpp>
+#include <aqueduct/runtime/queue_kind.hpp>
+#include <aqueduct/sync/signal.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <source_location>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace aqueduct::runtime {
+class queue;
+class pm4_queue;
+class sdma_queue;
+namespace detail {
+struct agent_state;
+}
+}  // namespace aqueduct::runtime
+
+namespace aqueduct::graph {
+
+class task_graph;
+
+enum class node_kind : std::uint8_t {
+  kernel,         // a dispatch (AQL KERNEL_DISPATCH or PM4 DISPATCH_DIRECT)
+  copy,           // bytes from src to dst (SDMA COPY_LINEAR)
+  fill,           // a dword pattern (SDMA CONSTANT_FILL)
+  signal_wait,    // later nodes wait until a signal satisfies a condition (device-side)
+  signal_record,  // set a signal's value once the work before it finished
+  timestamp,      // the GPU clock into memory
+  host,           // a host function (run by the reactor between its dependencies and dependents)
+  child,          // another task_graph, inlined at instantiation
+};
+[[nodiscard]] constexpr const char* to_string(node_kind k) noexcept {
+  switch (k) {
+    case node_kind::kernel: return "kernel";
+    case node_kind::copy: return "copy";
+    case node_kind::fill: return "fill";
+    case node_kind::signal_wait: return "signal wait";
+    case node_kind::signal_record: return "signal record";
+    case node_kind::timestamp: return "timestamp";
+    case node_kind::host: return "host";
+    case node_kind::child: return "child graph";
+  }
+  return "?";
+}
+
+enum class queue_type : std::uint8_t { none, aql, pm4, sdma };
+[[nodiscard]] constexpr const char* to_string(queue_type k) noexcept {
+  switch (k) {
+    case queue_type::none: return "host";
+    case queue_type::aql: return "AQL";
+    case queue_type::pm4: return "PM4";
+    case queue_type::sdma: return "SDMA";
+  }
+  return "?";
+}
+
+// The runtime queue a node runs on (none for host, signal-wait and child nodes).
+struct queue_binding {
+  queue_type type = queue_type::none;
+  void* queue = nullptr;  // runtime::queue* / pm4_queue* / sdma_queue*
+  runtime::detail::agent_state* agent = nullptr;
+  std::uint32_t queue_id = 0;
+  std::uint32_t gpu_id = 0;
+  friend bool operator==(const queue_binding& a, const queue_binding& b) noexcept { return a.queue == b.queue; }
+};
+
+// A node's handle in its graph (and in the exec_graph instantiated from it).
+struct node_id {
+  std::uint32_t value = ~std::uint32_t{0};
+  [[nodiscard]] explicit operator bool() const noexcept { return value != ~std::uint32_t{0}; }
+  friend bool operator==(node_id, node_id) noexcept = default;
+};
+
+struct node {
+  node_kind kind = node_kind::kernel;
+  queue_binding queue{};
+  std::string label;
+  std::source_location where{};
+  std::vector<std::uint32_t> deps;  // indices of the nodes this one waits for
+  bool enabled = true;
+
+  // kernel
+  runtime::untyped_kernel kernel{};
+  runtime::grid grid{};
+  runtime::block block{};
+  std::vector<std::byte> args;          // kernel.kernarg_size bytes: explicit arguments (hidden: at lowering)
+  std::vector<std::uint32_t> pointers;  // offsets of pointer arguments in args (for bindings)
+  // copy (dst <- src), fill (dst <- value32), timestamp (dst)
+  gpu_va dst{}, src{};
+  std::uint64_t bytes = 0;
+  std::uint32_t value32 = 0;
+  // signal wait / record
+  sync::signal_ref signal{};
+  runtime::detail::agent_state* signal_agent = nullptr;
+  abi::signal_condition cond = abi::signal_condition::eq;
+  std::int64_t value = 0;
+  // host
+  std::function<void()> fn;
+  // child
+  std::shared_ptr<const task_graph> child;
+
+  // "kernel 'vadd' (label) at file.cpp:42 on AQL queue 3"
+  [[nodiscard]] std::string describe() const;
+};
+
+class task_graph {
+ public:
+  task_graph() = default;
+
+  [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
+  [[nodiscard]] bool empty() const noexcept { return nodes_.empty(); }
+  [[nodiscard]] const node& operator[](node_id id) const noexcept { return nodes_[id.value]; }
+  [[nodiscard]] node& operator[](node_id id) noexcept { return nodes_[id.value]; }
+  [[nodiscard]] const std::vector<node>& nodes() const noexcept { return nodes_; }
+  // The first node with this label (none: an empty id).
+  [[nodiscard]] node_id find(std::string_view label) const noexcept {
+    for (std::size_t i = 0; i < nodes_.size(); ++i)
+      if (nodes_[i].label == label) return node_id{static_cast<std::uint32_t>(i)};
+    return {};
+  }
+  node_id add(node n) {
+    nodes_.push_back(std::move(n));
+    return node_id{static_cast<std::uint32_t>(nodes_.size() - 1)};
+  }
+
+  // A named buffer: every pointer argument and copy address inside [va, va + bytes) refers to it,
+  // and exec_graph::bind(name, other) moves those references to `other` (checked: size, agent).
+  struct binding {
+    std::string name;
+    gpu_va va{};
+    std::uint64_t bytes = 0;
+    std::uint32_t gpu_id = 0;
+  };
+  template <class T>
+  void name(std::string n, const runtime::buffer<T>& b) {
+    bindings_.push_back(binding{std::move(n), b.va(), b.size_bytes(), b.bo().gpu_id()});
+  }
+  [[nodiscard]] const std::vector<binding>& bindings() const noexcept { return bindings_; }
+
+  // Graphviz DOT: one box per node (kind, label, queue, source line), one arrow per edge,
+  // clustered by queue.
+  [[nodiscard]] std::string to_dot() const;
+
+ private:
+  std::vector<node> nodes_;
+  std::vector<binding> bindings_;
+};
+
+// ---- descriptions ------------------------------------------------------------------------------
+namespace detail {
+inline std::string short_file(const std::source_location& loc) {
+  std::string_view f = loc.file_name();
+  if (auto s = f.find_last_of('/'); s != std::string_view::npos) f.remove_prefix(s + 1);
+  return std::string(f) + ":" + std::to_string(loc.line());
+}
+inline std::string queue_name(const queue_binding& q) {
+  if (q.type == queue_type::none) return "host";
+  return std::string(to_string(q.type)) + " queue " + std::to_string(q.queue_id) + " (gpu_id " + std::to_string(q.gpu_id) + ")";
+}
+}  // namespace detail
+
+inline std::string node::describe() const {
+  std::string s = to_string(kind);
+  if (kind == node_kind::kernel) s += " '" + kernel.name + "'";
+  if (!label.empty()) s += " \"" + label + "\"";
+  if (where.line()) s += " at " + detail::short_file(where);
+  if (queue.type != queue_type::none) s += " on " + detail::queue_name(queue);
+  return s;
+}
+
+inline std::string task_graph::to_dot() const {
+  const auto esc = [](std::string v) {
+    std::string o;
+    for (char c : v) {
+      if (c == '"' || c == '\\') o += '\\';
+      o += c;
+    }
+    return o;
+  };
+  std::string out = "digraph aqueduct {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n";
+  // Clusters: one per queue (host nodes outside).
+  std::vector<const void*> queues;
+  for (const node& n : nodes_)
+    if (n.queue.queue) {
+      bool seen = false;
+      for (const void* q : queues) seen |= q == n.queue.queue;
+      if (!seen) queues.push_back(n.queue.queue);
+    }
+  for (std::size_t c = 0; c < queues.size(); ++c) {
+    out += "  subgraph cluster_" + std::to_string(c) + " {\n";
+    bool labelled = false;
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      const node& n = nodes_[i];
+      if (n.queue.queue != queues[c]) continue;
+      if (!labelled) out += "    label=\"" + esc(detail::queue_name(n.queue)) + "\";\n";
+      labelled = true;
+      out += "    n" + std::to_string(i) + ";\n";
+    }
+    out += "  }\n";
+  }
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const node& n = nodes_[i];
+    std::string text = std::string(to_string(n.kind));
+    if (n.kind == node_kind::kernel) text += " " + n.kernel.name;
+    if (!n.label.empty()) text += "\\n" + esc(n.label);
+    if (n.where.line()) text += "\\n" + esc(detail::short_file(n.where));
+    if (!n.enabled) text += "\\n(disabled)";
+    out += "  n" + std::to_string(i) + " [label=\"" + text + "\"" + (n.queue.type == queue_type::none ? ", shape=ellipse" : "") +
+           (n.enabled ? "" : ", style=dashed") + "];\n";
+  }
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    for (std::uint32_t d : nodes_[i].deps) out += "  n" + std::to_string(d) + " -> n" + std::to_string(i) + ";\n";
+  out += "}\n";
+  return out;
+}
+
+}  // namespace aqueduct::graph

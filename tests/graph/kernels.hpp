@@ -1,0 +1,110 @@
+// tests/graph/kernels.hpp — host kernels the graph tests dispatch on the emulated device (they
+// follow aq::emu::host_kernel_abi: kernargs, workgroup ids and work-item ids from the registers).
+#pragma once
+
+#include <aqueduct/graph.hpp>
+#include <aqueduct/runtime.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+namespace graph_test {
+
+namespace rt = aqueduct::runtime;
+namespace emu = aqueduct::emu;
+
+// axpb(y, x, a, b, n): y[i] = a * x[i] + b (u32 arithmetic) for i < n.
+struct axpb_args {
+  std::uint64_t y, x;
+  std::uint32_t a, b, n;
+};
+inline void axpb(emu::workgroup_context& ctx) {
+  const emu::host_workgroup wg(ctx);
+  const auto k = wg.args<axpb_args>();
+  wg.for_each_item([&](std::uint64_t i) {
+    if (i < k.n) ctx.store<std::uint32_t>(k.y + 4 * i, k.a * ctx.load<std::uint32_t>(k.x + 4 * i) + k.b);
+  });
+}
+// add(out, in, c, n): out[i] = in[i] + c.
+struct add_args {
+  std::uint64_t out, in;
+  std::uint32_t c, n;
+};
+inline void add(emu::workgroup_context& ctx) {
+  const emu::host_workgroup wg(ctx);
+  const auto k = wg.args<add_args>();
+  wg.for_each_item([&](std::uint64_t i) {
+    if (i < k.n) ctx.store<std::uint32_t>(k.out + 4 * i, ctx.load<std::uint32_t>(k.in + 4 * i) + k.c);
+  });
+}
+// store(out, index, value): out[index] = value.
+struct store_args {
+  std::uint64_t out;
+  std::uint32_t index, value;
+};
+inline void store(emu::workgroup_context& ctx) {
+  const emu::host_workgroup wg(ctx);
+  const auto k = wg.args<store_args>();
+  ctx.store<std::uint32_t>(k.out + 4ull * k.index, k.value);
+}
+// nothing(): an empty kernel.
+inline void nothing(emu::workgroup_context&) {}
+// slow_store(out, index, value): out[index] = value after 50 ms (a producer slower than its
+// consumer on another queue: a missing edge then shows as a stale value).
+inline void slow_store(emu::workgroup_context& ctx) {
+  const emu::host_workgroup wg(ctx);
+  const auto k = wg.args<store_args>();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ctx.store<std::uint32_t>(k.out + 4ull * k.index, k.value);
+}
+
+using axpb_kernel = rt::kernel<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t, std::uint32_t>;
+using add_kernel = rt::kernel<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t>;
+using store_kernel = rt::kernel<std::uint32_t*, std::uint32_t, std::uint32_t>;
+using nothing_kernel = rt::kernel<>;
+
+inline emu::host_code_object kernels() {
+  emu::host_code_object c;
+  c.kernels.push_back(emu::host_kernel::with_args<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t, std::uint32_t>("axpb", axpb));
+  c.kernels.push_back(emu::host_kernel::with_args<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t>("add", add));
+  c.kernels.push_back(emu::host_kernel::with_args<std::uint32_t*, std::uint32_t, std::uint32_t>("store", store));
+  c.kernels.push_back(emu::host_kernel::with_args<>("nothing", nothing));
+  c.kernels.push_back(emu::host_kernel::with_args<std::uint32_t*, std::uint32_t, std::uint32_t>("slow_store", slow_store));
+  return c;
+}
+
+// Everything a test needs on one emulated GPU: kernels and the three kinds of queue.
+struct rig {
+  rt::system sys;
+  rt::agent gpu;
+  rt::executable exe;
+  axpb_kernel axpb_k;
+  add_kernel add_k;
+  store_kernel store_k;
+  nothing_kernel nothing_k;
+  store_kernel slow_store_k;
+  rt::queue aql;
+  rt::pm4_queue pm4;
+  rt::sdma_queue sdma;
+  explicit rig(const char* machine = "rx7900xtx")
+      : sys(rt::system::open({.device = rt::device_choice::emulated, .machine = machine})),
+        gpu(sys.default_agent()),
+        exe(aqueduct::emu::load(gpu, kernels())),
+        axpb_k(exe.get_kernel<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t, std::uint32_t>("axpb")),
+        add_k(exe.get_kernel<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t>("add")),
+        store_k(exe.get_kernel<std::uint32_t*, std::uint32_t, std::uint32_t>("store")),
+        nothing_k(exe.get_kernel<>("nothing")),
+        slow_store_k(exe.get_kernel<std::uint32_t*, std::uint32_t, std::uint32_t>("slow_store")),
+        aql(gpu.make_queue(aqueduct::aql)),
+        pm4(gpu.make_queue(aqueduct::pm4)),
+        sdma(gpu.make_queue(aqueduct::sdma)) {}
+  rt::buffer<std::uint32_t> host_buffer(std::uint32_t n, std::uint32_t fill = 0) const {
+    auto b = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+    std::fill_n(b.data(), n, fill);
+    return b;
+  }
+};
+
+}  // namespace graph_test

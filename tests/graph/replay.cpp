@@ -1,0 +1,370 @@
+// graph: capture -> instantiate -> replay. The same task runs eagerly and is captured; replays
+// are bit-identical to eager runs over random argument updates; every update kind takes effect
+// without re-instantiation and never disturbs a replay in flight; edges across AQL, SDMA and PM4
+// queues and across two GPUs order the work without a host round trip; a fault in a middle node
+// names it and lists its dependents as not run; host nodes run between their neighbours; a replay
+// allocates nothing and makes no device-file call. Expected values: host arithmetic on the same
+// inputs (u32), or the eager run of the same task.
+#include "counting_device.hpp"
+#include "kernels.hpp"
+
+#include "allocation_counter.hpp"
+
+#include <aqueduct/runtime/copy.hpp>
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace aq = aqueduct;
+namespace g = aqueduct::graph;
+namespace rt = aqueduct::runtime;
+using namespace graph_test;
+using namespace std::chrono_literals;
+
+namespace {
+bool contains(const std::string& s, const std::string& w) { return s.find(w) != std::string::npos; }
+
+// x -> (AQL) y = a*x + b -> (SDMA) z = y -> (PM4) w = z + c
+struct pipeline {
+  rig& r;
+  std::uint32_t n;
+  rt::buffer<std::uint32_t> x, y, z, w;
+  g::node_id k1{}, cp{}, k2{};
+  pipeline(rig& rr, std::uint32_t count)
+      : r(rr), n(count), x(r.host_buffer(n)), y(r.host_buffer(n)), z(r.host_buffer(n)), w(r.host_buffer(n)) {
+    for (std::uint32_t i = 0; i < n; ++i) x[i] = i * 2654435761u;
+  }
+  g::task<void> run(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
+    k1 = co_await g::on(r.aql).dispatch(r.axpb_k, rt::grid{n}, rt::block{64}, y, x, a, b, n).label("scale");
+    cp = co_await g::on(r.sdma).copy(z, y).label("move");
+    k2 = co_await g::on(r.pm4).dispatch(r.add_k, rt::grid{n}, rt::block{64}, w, z, c, n).label("offset");
+  }
+  void clear() {
+    std::fill_n(y.data(), n, 0u);
+    std::fill_n(z.data(), n, 0u);
+    std::fill_n(w.data(), n, 0u);
+  }
+  std::uint32_t wrong(std::uint32_t a, std::uint32_t b, std::uint32_t c) const {
+    std::uint32_t bad = 0;
+    for (std::uint32_t i = 0; i < n; ++i) bad += w[i] != a * x[i] + b + c;
+    return bad;
+  }
+};
+}  // namespace
+
+TEST_CASE("capture records nodes and edges; the replay computes what the eager run computes") {
+  rig r;
+  pipeline p(r, 777);
+  g::sync_wait(p.run(3, 4, 5));
+  CHECK(p.wrong(3, 4, 5) == 0);
+  const std::vector<std::uint32_t> eager(p.w.data(), p.w.data() + p.n);
+  p.clear();
+
+  g::task_graph tg = g::capture(p.run(3, 4, 5));
+  REQUIRE(tg.size() == 3);
+  CHECK(tg[p.k1].kind == g::node_kind::kernel);
+  CHECK(tg[p.cp].kind == g::node_kind::copy);
+  CHECK(tg[p.k2].deps == std::vector<std::uint32_t>{p.cp.value});
+  CHECK(tg[p.cp].deps == std::vector<std::uint32_t>{p.k1.value});
+  CHECK(p.w[0] == 0);  // capture ran nothing
+  const std::string dot = tg.to_dot();
+  CHECK(contains(dot, "n0 -> n1"));
+  CHECK(contains(dot, "n1 -> n2"));
+  CHECK(contains(dot, "scale"));
+  CHECK(contains(dot, "replay.cpp:"));
+
+  auto exec = g::instantiate(tg);
+  CHECK(exec.segments() == 3);
+  exec.wait(exec.launch());
+  CHECK(std::memcmp(p.w.data(), eager.data(), p.n * 4) == 0);
+}
+
+TEST_CASE("10,000 replays with random argument updates are bit-identical to eager runs") {
+  rig r;
+  pipeline p(r, 64);
+  auto exec = g::instantiate(g::capture(p.run(1, 0, 0)));
+  const g::node_id k1 = p.k1, k2 = p.k2;  // (the eager runs below reset p's ids: eager runs record nothing)
+  std::mt19937 rng(12345);
+  constexpr int replays = 10'000;
+  std::vector<std::uint32_t> eager(p.n);
+  int mismatches = 0, checked = 0;
+  for (int i = 0; i < replays; ++i) {
+    const auto a = static_cast<std::uint32_t>(rng()), b = static_cast<std::uint32_t>(rng()), c = static_cast<std::uint32_t>(rng());
+    REQUIRE(exec.try_set_args(k1, p.y, p.x, a, b, p.n));
+    REQUIRE(exec.try_set_args(k2, p.w, p.z, c, p.n));
+    exec.wait(exec.launch());
+    const std::vector<std::uint32_t> replayed(p.w.data(), p.w.data() + p.n);
+    if (i % 10 == 0) {  // every tenth against an eager run of the same task with the same arguments
+      p.clear();
+      g::sync_wait(p.run(a, b, c));
+      mismatches += std::memcmp(replayed.data(), p.w.data(), p.n * 4) != 0;
+      ++checked;
+    }
+    mismatches += p.wrong(a, b, c) != 0 && i % 10 != 0;
+  }
+  CHECK(checked == replays / 10);
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("updates take effect without re-instantiation: grid, copy, enable/disable, bind, whole graph") {
+  rig r;
+  pipeline p(r, 256);
+  g::task_graph tg = g::capture(p.run(2, 1, 0));
+  tg.name("out", p.w);
+  auto exec = g::instantiate(tg);
+  exec.wait(exec.launch());
+  CHECK(p.wrong(2, 1, 0) == 0);
+
+  SUBCASE("grid: only the first half is computed") {
+    p.clear();
+    REQUIRE(exec.try_set_grid(p.k2, rt::grid{128}, rt::block{64}));
+    exec.wait(exec.launch());
+    CHECK(p.w[127] == 2 * p.x[127] + 1);
+    CHECK(p.w[128] == 0);
+  }
+  SUBCASE("copy: a shorter copy leaves the rest of z alone") {
+    p.clear();
+    REQUIRE(exec.try_set_copy(p.cp, p.z.va(), p.y.va(), 64 * 4));
+    exec.wait(exec.launch());
+    CHECK(p.z[63] == 2 * p.x[63] + 1);
+    CHECK(p.z[64] == 0);
+  }
+  SUBCASE("disable: the disabled kernel does not run, the nodes after it still do") {
+    p.clear();
+    REQUIRE(exec.try_set_enabled(p.k1, false));
+    exec.wait(exec.launch());
+    CHECK(p.y[5] == 0);
+    CHECK(p.w[5] == 0);  // w = z + 0, z = y = 0
+    REQUIRE(exec.try_set_enabled(p.k1, true));
+    exec.wait(exec.launch());
+    CHECK(p.wrong(2, 1, 0) == 0);
+  }
+  SUBCASE("bind: the named output moves to another buffer (checked for size and GPU)") {
+    auto other = r.host_buffer(256);
+    REQUIRE(exec.try_bind("out", other));
+    p.clear();
+    exec.wait(exec.launch());
+    CHECK(other[9] == 2 * p.x[9] + 1);
+    CHECK(p.w[9] == 0);
+    auto small = r.host_buffer(8);
+    auto e = exec.try_bind("out", small);
+    REQUIRE_FALSE(e);
+    CHECK_MESSAGE(contains(std::string(e.detail()), "holds 32 bytes, the graph uses 1024"), e.detail());
+    CHECK_FALSE(exec.try_bind("nope", other));
+  }
+  SUBCASE("whole graph, same topology: new arguments everywhere") {
+    g::task_graph again = g::capture(p.run(5, 6, 7));
+    REQUIRE(exec.try_update(again));
+    p.clear();
+    exec.wait(exec.launch());
+    CHECK(p.wrong(5, 6, 7) == 0);
+  }
+}
+
+TEST_CASE("an update never disturbs a replay in flight") {
+  rig r;
+  auto out = r.host_buffer(2);
+  auto gate = r.gpu.make_signal(1);
+  g::node_id st{};
+  auto prog = [&]() -> g::task<void> {
+    co_await g::until(gate, aq::abi::signal_condition::eq, 0);  // the device waits for the host's gate
+    st = co_await g::on(r.aql).dispatch(r.store_k, rt::grid{1}, rt::block{1}, out, 0u, 111u);
+  };
+  auto exec = g::instantiate(g::capture(prog()));
+  const auto first = exec.launch();  // blocked at the gate
+  std::this_thread::sleep_for(20ms);
+  CHECK_FALSE(exec.done(first));
+  REQUIRE(exec.try_set_args(st, out, 1u, 222u));
+  gate.store(0);
+  const auto second = exec.launch();
+  exec.wait(second);
+  CHECK(exec.done(first));
+  CHECK(out[0] == 111);  // the replay in flight kept its arguments
+  CHECK(out[1] == 222);  // the next one has the update
+}
+
+TEST_CASE("a fault in a middle node names it and lists what depends on it as not run") {
+  rig r;
+  auto a = r.host_buffer(4), b = r.host_buffer(4);
+  auto prog = [&]() -> g::task<void> {
+    co_await g::on(r.aql).dispatch(r.store_k, rt::grid{1}, rt::block{1}, a, 0u, 1u).label("first");
+    co_await g::on(r.aql).dispatch(r.store_k, rt::grid{1}, rt::block{1}, rt::device_ptr<std::uint32_t>::at(aq::gpu_va(0x10)), 0u, 2u)
+        .label("bad store");
+    co_await g::on(r.sdma).copy(b.va(), a.va(), 16).label("after");
+  };
+  auto exec = g::instantiate(g::capture(prog()));
+  auto res = exec.try_wait(exec.launch(), 10s);
+  REQUIRE_FALSE(res);
+  const std::string d(res.detail());
+  CHECK(res.get_failure() == aq::errc::device_fault);
+  CHECK_MESSAGE(contains(d, "kernel 'store' \"bad store\" at replay.cpp:"), d);
+  CHECK_MESSAGE(contains(d, "not run (they depend on it): copy \"after\""), d);
+  CHECK(a[0] == 1);
+  CHECK(b[0] == 0);
+}
+
+TEST_CASE("a host node runs between its device neighbours on every replay") {
+  rig r;
+  auto a = r.host_buffer(1), b = r.host_buffer(1);
+  std::uint32_t seen = 0;
+  int calls = 0;
+  auto prog = [&]() -> g::task<void> {
+    co_await g::on(r.aql).dispatch(r.store_k, rt::grid{1}, rt::block{1}, a, 0u, 5u);
+    co_await g::host([&] {
+      seen = a[0];  // the kernel before it has finished
+      a[0] = seen * 10;
+      ++calls;
+    });
+    co_await g::on(r.sdma).copy(b.va(), a.va(), 4);  // and the copy after it waits for it
+  };
+  auto exec = g::instantiate(g::capture(prog()));
+  CHECK(calls == 0);
+  CHECK(exec.has_host_nodes());
+  CHECK_FALSE(exec.try_launch());  // a plain launch cannot run host nodes
+  auto run = [&]() -> g::task<void> {
+    for (int i = 0; i < 3; ++i) co_await g::replay(exec);
+  };
+  g::sync_wait(run());
+  CHECK(calls == 3);
+  CHECK(seen == 5);
+  CHECK(b[0] == 50);
+}
+
+TEST_CASE("a child graph is inlined: its nodes run between the nodes around it") {
+  rig r;
+  auto v = r.host_buffer(3);
+  auto inner = [&]() -> g::task<void> { co_await g::on(r.pm4).dispatch(r.store_k, rt::grid{1}, rt::block{1}, v, 1u, 20u); };
+  const g::task_graph child = g::capture(inner());
+  auto outer = [&]() -> g::task<void> {
+    co_await g::on(r.aql).dispatch(r.store_k, rt::grid{1}, rt::block{1}, v, 0u, 10u);
+    co_await g::child(child);
+    co_await g::on(r.sdma).copy(v.va() + aq::byte_count(8), v.va() + aq::byte_count(4), 4);
+  };
+  auto exec = g::instantiate(g::capture(outer()));
+  CHECK(exec.size() == 3);
+  exec.wait(exec.launch());
+  CHECK(v[0] == 10);
+  CHECK(v[1] == 20);
+  CHECK(v[2] == 20);
+}
+
+TEST_CASE("a replay allocates nothing (ring copy, patched kernargs, one submission per queue)") {
+  // Waits spin here: a blocking wait is AMDKFD_IOC_WAIT_EVENTS, which the emulated device serves on
+  // the calling thread with allocations of its own (on /dev/kfd it is a system call).
+  rig r;
+  pipeline p(r, 64);
+  auto exec = g::instantiate(g::capture(p.run(1, 2, 3)), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin()});
+  for (int i = 0; i < 10; ++i) exec.wait(exec.launch());
+  aq_test::allocations = 0;
+  {
+    aq_test::counting_allocations scope;
+    for (std::uint32_t i = 0; i < 200; ++i) {
+      (void)exec.try_set_args(p.k1, p.y, p.x, i, 1u, p.n);
+      auto t = exec.try_launch();
+      if (t) (void)exec.try_wait(*t);
+    }
+  }
+  CHECK(aq_test::allocations.load() == 0);
+  CHECK(p.wrong(199, 1, 3) == 0);
+}
+
+TEST_CASE("edges order queues without a host round trip; a deliberately missing edge shows as a stale read") {
+  rig r;
+  auto a = r.host_buffer(1), b = r.host_buffer(1);
+  // The producer (AQL) takes 50 ms; the consumer (SDMA) is ready at once.
+  auto with_edge = [&]() -> g::task<void> {
+    co_await g::on(r.aql).dispatch(r.slow_store_k, rt::grid{1}, rt::block{1}, a, 0u, 7u);
+    co_await g::on(r.sdma).copy(b.va(), a.va(), 4);
+  };
+  auto without_edge = [&]() -> g::task<void> {  // two when_all branches: no edge between them
+    auto produce = [&]() -> g::task<void> { co_await g::on(r.aql).dispatch(r.slow_store_k, rt::grid{1}, rt::block{1}, a, 0u, 9u); };
+    auto consume = [&]() -> g::task<void> { co_await g::on(r.sdma).copy(b.va(), a.va(), 4); };
+    co_await g::when_all(produce(), consume());
+  };
+  auto good = g::instantiate(g::capture(with_edge()));
+  auto bad = g::instantiate(g::capture(without_edge()));
+  CHECK(bad.graph()[g::node_id{1}].deps.empty());
+  good.wait(good.launch());
+  CHECK(b[0] == 7);
+  bad.wait(bad.launch());
+  CHECK(a[0] == 9);
+  CHECK(b[0] == 7);  // the copy ran before the producer finished: the old value
+}
+
+TEST_CASE("edges across two GPUs: the second GPU's queue waits for the first's node on the device") {
+  auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = "2*rx7900xtx"});
+  REQUIRE(sys.agents().size() == 2);
+  const rt::agent g0 = sys.agents()[0], g1 = sys.agents()[1];
+  auto exe0 = aq::emu::load(g0, kernels()), exe1 = aq::emu::load(g1, kernels());
+  auto slow0 = exe0.get_kernel<std::uint32_t*, std::uint32_t, std::uint32_t>("slow_store");
+  auto add1 = exe1.get_kernel<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t>("add");
+  auto q0 = g0.make_queue(aq::aql), q1 = g1.make_queue(aq::aql);
+  auto a = g0.alloc<std::uint32_t>(1, rt::memory_kind::host), b = g1.alloc<std::uint32_t>(1, rt::memory_kind::host);
+  a[0] = 0;
+  b[0] = 0;
+  auto a_on_1 = rt::peer_mapping::try_map(a, g1);  // GPU 1 reads what GPU 0 wrote
+  REQUIRE(a_on_1);
+  auto prog = [&]() -> g::task<void> {
+    co_await g::on(q0).dispatch(slow0, rt::grid{1}, rt::block{1}, a, 0u, 40u);
+    co_await g::on(q1).dispatch(add1, rt::grid{1}, rt::block{1}, b, a, 2u, 1u);
+  };
+  auto exec = g::instantiate(g::capture(prog()));
+  CHECK(exec.segments() == 2);
+  for (int i = 0; i < 3; ++i) {
+    a[0] = 0;
+    b[0] = 0;
+    exec.wait(exec.launch());
+    CHECK(b[0] == 42);
+  }
+}
+
+TEST_CASE("a replay makes no device-file call (no ioctl, no mmap) and no allocation") {
+  auto dev = aq::emu::device::create(aq::emu::machine_config::parse("rx7900xtx"));
+  auto counts = std::make_shared<device_counts>();
+  auto sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev, counts), &dev);
+  REQUIRE(sys);
+  const auto& gpu = sys->default_agent();
+  auto exe = aq::emu::load(gpu, kernels());
+  auto axpb_k = exe.get_kernel<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t, std::uint32_t>("axpb");
+  auto add_k = exe.get_kernel<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t>("add");
+  auto aql = gpu.make_queue(aq::aql);
+  auto pm4 = gpu.make_queue(aq::pm4);
+  auto sdma = gpu.make_queue(aq::sdma);
+  constexpr std::uint32_t n = 64;
+  auto x = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), y = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host),
+       z = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), w = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+  for (std::uint32_t i = 0; i < n; ++i) x[i] = i;
+  g::node_id k1{};
+  auto prog = [&]() -> g::task<void> {
+    k1 = co_await g::on(aql).dispatch(axpb_k, rt::grid{n}, rt::block{64}, y, x, 1u, 2u, n);
+    co_await g::on(sdma).copy(z, y);
+    co_await g::on(pm4).dispatch(add_k, rt::grid{n}, rt::block{64}, w, z, 3u, n);
+  };
+  auto exec = g::instantiate(g::capture(prog()), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin()});
+  for (int i = 0; i < 5; ++i) exec.wait(exec.launch());
+  const std::int64_t calls_before = counts->total_calls.load();
+  aq_test::allocations = 0;
+  bool ok = true;
+  {
+    aq_test::counting_allocations scope;
+    for (std::uint32_t i = 0; i < 300; ++i) {
+      ok &= exec.try_set_args(k1, y, x, i, 2u, n).has_value();
+      auto t = exec.try_launch();
+      ok &= t.has_value() && exec.try_wait(*t).has_value();
+    }
+  }
+  CHECK(ok);
+  CHECK(aq_test::allocations.load() == 0);
+  CHECK(counts->total_calls.load() - calls_before == 0);
+  CHECK(w[5] == 299 * 5 + 2 + 3);
+  // Control: the counter counts (a blocking wait is an ioctl).
+  auto blocking = g::instantiate(g::capture(prog()));
+  blocking.wait(blocking.launch());
+  CHECK(counts->total_calls.load() - calls_before > 0);
+}
