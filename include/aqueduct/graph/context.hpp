@@ -59,6 +59,11 @@ inline std::string where(const std::source_location& loc) {
   return std::string(f) + ":" + std::to_string(loc.line());
 }
 
+// A failure of `what` awaited at `loc`: the operation and place first, then the cause.
+[[nodiscard]] inline failure located(const failure& f, std::string_view what, const std::source_location& loc) {
+  return failure(f.code(), std::string(what) + " at " + where(loc) + ": " + std::string(f.detail()), f.os_errno());
+}
+
 // The failure of an operation awaited after its run was asked to stop.
 [[noreturn]] inline void throw_cancelled(std::string_view what, const std::source_location& loc) {
   throw_failure(failure(errc::cancelled, std::string(what) + " at " + where(loc) + " not started: the run was asked to stop"));

@@ -74,10 +74,6 @@ struct ticket_probe<runtime::sdma_t> {
   }
 };
 
-// A failure of `what` awaited at `loc`: the operation and place first, then the cause.
-[[nodiscard]] inline failure located(const failure& f, std::string_view what, const std::source_location& loc) {
-  return failure(f.code(), std::string(what) + " at " + where(loc) + ": " + std::string(f.detail()), f.os_errno());
-}
 
 // Waits for a submitted ticket on the reactor (eager), or nothing (captured: ready at once).
 template <runtime::queue_kind K>
