@@ -368,3 +368,24 @@ TEST_CASE("a replay makes no device-file call (no ioctl, no mmap) and no allocat
   blocking.wait(blocking.launch());
   CHECK(counts->total_calls.load() - calls_before > 0);
 }
+
+TEST_CASE("destroying an exec_graph with a replay in flight waits for it, then frees its memory") {
+  rig r;
+  auto out = r.host_buffer(1);
+  auto gate = r.gpu.make_signal(1);
+  auto prog = [&]() -> g::task<void> {
+    co_await g::until(gate, aq::abi::signal_condition::eq, 0);
+    co_await g::on(r.pm4).dispatch(r.store_k, rt::grid{1}, rt::block{1}, out, 0u, 111u);
+  };
+  {
+    std::jthread opener;  // destroyed after the exec_graph: its destructor runs with the gate closed
+    auto exec = g::instantiate(g::capture(prog()));
+    const auto t = exec.launch();
+    CHECK_FALSE(exec.done(t));
+    opener = std::jthread([&] {
+      std::this_thread::sleep_for(50ms);
+      gate.store(0);
+    });
+  }
+  CHECK(out[0] == 111);  // the replay ran to its end on memory that was still the graph's
+}
