@@ -127,6 +127,41 @@ TEST_CASE("eager: waiting for the device sleeps on the queue's KFD event (almost
   CHECK(reactor.sleeps() > 0);
 }
 
+// The runtime's queues ask for no interrupt per command (issue 11): a waiter about to block posts
+// one (runtime::detail::arm_wake). The reactor must do the same, or it sleeps until max_sleep.
+// With max_sleep = 5 s, a 50 ms kernel (AQL, PM4) or a 200 ms gate (SDMA) must end the wait in
+// well under a second. (Without the reactor's arm, each wait took the whole 5 s: checked.)
+TEST_CASE("eager: a reactor about to sleep asks each queue kind for the interrupt, and wakes on it") {
+  rig r;
+  auto out = r.host_buffer(1);
+  auto gate = r.gpu.make_signal(0);
+  const g::sync_wait_options opt{.stop = {}, .reactor = {.spin_for = std::chrono::microseconds(20), .max_sleep = std::chrono::seconds(5)}};
+  auto timed = [&](auto prog) {
+    const auto t0 = std::chrono::steady_clock::now();
+    g::sync_wait(prog(), opt);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const double aql = timed([&]() -> g::task<void> {
+    co_await g::on(r.aql).dispatch(r.slow_store_k, rt::grid{1}, rt::block{1}, out, 0u, 7u);
+  });
+  CHECK(out[0] == 7);
+  const double pm4 = timed([&]() -> g::task<void> {
+    co_await g::on(r.pm4).dispatch(r.slow_store_k, rt::grid{1}, rt::block{1}, out, 0u, 8u);
+  });
+  CHECK(out[0] == 8);
+  std::jthread opener([&] {
+    std::this_thread::sleep_for(200ms);
+    gate.store(1);
+  });
+  const double sdma = timed([&]() -> g::task<void> { co_await g::on(r.sdma).wait(gate.ref(), 1); });
+  CHECK_MESSAGE(aql >= 45.0, "AQL: ", aql, " ms");
+  CHECK_MESSAGE(aql < 1000.0, "AQL: woke after ", aql, " ms");
+  CHECK_MESSAGE(pm4 >= 45.0, "PM4: ", pm4, " ms");
+  CHECK_MESSAGE(pm4 < 1000.0, "PM4: woke after ", pm4, " ms");
+  CHECK_MESSAGE(sdma >= 190.0, "SDMA: ", sdma, " ms");
+  CHECK_MESSAGE(sdma < 1200.0, "SDMA: woke after ", sdma, " ms");
+}
+
 TEST_CASE("eager: dispatches awaited in steady state allocate nothing") {
   // The reactor spins instead of sleeping here: a sleep is AMDKFD_IOC_WAIT_EVENTS, which the
   // emulated device serves on the calling thread with its own allocations (the real one is a

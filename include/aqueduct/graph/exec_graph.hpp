@@ -42,6 +42,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -469,8 +470,17 @@ inline std::optional<failure> exec_graph::fault(std::uint32_t slot) const {
     switch (sg.q.type) {
       case queue_type::aql: {
         auto& q = *static_cast<runtime::queue*>(sg.q.queue);
-        if (!q.fault()) continue;
-        const std::uint64_t at = q.read_index() - sg.submitted_at[slot];
+        const auto f = q.fault();
+        if (!f) continue;
+        // The read index counts LAUNCHED packets (runtime/detail/aql_slots.hpp). The emulated
+        // processor names the packet it stopped at; else the last launched one (a packet with the
+        // barrier bit, as the graph's same-queue edges, is not launched before the one before it
+        // completed).
+        std::uint64_t stopped = q.read_index() - 1;
+        const std::string_view fd = f->detail();
+        if (const auto k = fd.find("stopped at packet "); k != std::string_view::npos)
+          stopped = std::strtoull(fd.data() + k + 18, nullptr, 10);
+        const std::uint64_t at = stopped - sg.submitted_at[slot];
         if (at < c.aql_node.size()) node = c.aql_node[at];
         q.describe(queue_text);
         break;
@@ -526,7 +536,8 @@ inline result<void> exec_graph::try_wait(replay_ticket t, sync::nanoseconds time
           d += " " + detail::queue_name(s_->segs[seg].q) +
                (sync::atomic_load(s_->signal(slot, s_->p.node_signals + seg)->value, std::memory_order_acquire) ? " running;" : " done;");
         return failure(errc::timeout, std::move(d));
-      });
+      },
+      [] { return true; });  // the slot's done signals carry the graph's event mailbox: always raised
   if (!r && r.get_failure() == errc::device_fault) s_->failed = r.get_failure();
   return r;
 }

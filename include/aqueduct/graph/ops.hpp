@@ -57,7 +57,9 @@ struct ticket_probe;
 template <>
 struct ticket_probe<runtime::aql_t> {
   using state = runtime::detail::queue_state;
-  static bool done(const state& s, std::uint64_t v) noexcept { return s.aql->read_index() > v; }
+  // The packet's slot signal (runtime/detail/aql_slots.hpp): the read index is no completion.
+  static bool done(const state& s, std::uint64_t v) noexcept { return s.slots.complete(v); }
+  static bool arm(state& s) noexcept { return runtime::detail::arm_wake(s); }
 };
 template <>
 struct ticket_probe<runtime::pm4_t> {
@@ -65,6 +67,7 @@ struct ticket_probe<runtime::pm4_t> {
   static bool done(const state& s, std::uint64_t v) noexcept {
     return sync::atomic_load(*s.progress, std::memory_order_acquire) >= v;
   }
+  static bool arm(state& s) noexcept { return runtime::detail::arm_wake(s); }
 };
 template <>
 struct ticket_probe<runtime::sdma_t> {
@@ -72,6 +75,7 @@ struct ticket_probe<runtime::sdma_t> {
   static bool done(const state& s, std::uint64_t v) noexcept {
     return sync::atomic_load(*s.progress, std::memory_order_acquire) >= v;
   }
+  static bool arm(state& s) noexcept { return runtime::detail::arm_wake(s); }
 };
 
 
@@ -101,6 +105,10 @@ class ticket_awaiter {
     p_.poll = [](pending& p) noexcept {
       const auto& self = *static_cast<const ticket_awaiter*>(p.owner);
       return probe::done(*self.s_, self.value_) || (self.s_->port && self.s_->port->faulted());
+    };
+    // The queue's commands raise no interrupt: post one when the reactor is about to sleep.
+    p_.arm = [](pending& p) noexcept {
+      return probe::arm(const_cast<state&>(*static_cast<const ticket_awaiter*>(p.owner)->s_));
     };
     p_.owner = this;
     p_.waiter = h;

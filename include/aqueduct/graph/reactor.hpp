@@ -58,6 +58,13 @@ struct pending {
   const stop_state* stop = nullptr;  // a cancellable wait: resumed when a stop is requested
   event_source* events = nullptr;    // how to sleep until poll() may change
   std::uint32_t event_id = 0;
+  // Called once, when the reactor is about to sleep on event_id: makes the device raise that event
+  // when poll() may change (a runtime queue's commands ask for no interrupt of their own: a waiter
+  // about to block posts one, runtime::detail::arm_wake). Null: the event is raised anyway. False:
+  // it could not (a full ring): the reactor sleeps in short slices instead.
+  bool (*arm)(pending&) noexcept = nullptr;
+  bool armed = false;
+  bool arm_failed = false;
   // No event to sleep on, but whatever makes poll() true also calls reactor::wake() (a host-side
   // event): the reactor may sleep on its condition variable. Neither: it backs off instead.
   bool woken_by_wake = false;
@@ -97,6 +104,7 @@ class reactor final : public detail::wakeable {
     if (head_) head_->prev = &p;
     head_ = &p;
     p.linked = true;
+    p.armed = p.arm_failed = false;
     ++watched_;
   }
   void unwatch(detail::pending& p) noexcept {
@@ -213,6 +221,11 @@ class reactor final : public detail::wakeable {
       if (!src) src = p->events;
       if (p->events == src) ids_.push_back(p->event_id);
       else unblockable = true;  // another device's events: sleep in short slices
+      if (p->arm && !p->armed) {
+        p->armed = true;
+        p->arm_failed = !p->arm(*p);
+      }
+      unblockable |= p->arm_failed;
     }
     ++sleeps_;
     if (src) {

@@ -176,6 +176,18 @@ struct pm4_queue_state {
   std::unique_ptr<pm4_ring> q;
   aqueduct::queue_port* port = nullptr;  // the device's port for this queue (null on /dev/kfd)
 };
+
+// A waiter about to block: one RELEASE_MEM interrupt to the queue's event after everything
+// submitted so far. false: no room in the ring now, a submission holds the ring, or the MEC
+// stopped. (pm4_queue's waits and graph/'s reactor, which holds only the state a ticket names.)
+[[nodiscard]] inline bool arm_wake(pm4_queue_state& s) {
+  std::unique_lock lock(s.mu, std::try_to_lock);  // a submitter waiting for room holds it: poll then
+  if (!lock.owns_lock() || (s.port && s.port->faulted())) return false;
+  aqueduct::ring::pm4_completion c;
+  c.event_mailbox = s.event.mailbox_va();
+  c.event_id = s.event.id();
+  return s.q->try_signal(c, sync::nanoseconds::zero()).has_value();
+}
 }  // namespace detail
 
 class pm4_queue {
@@ -403,17 +415,7 @@ class pm4_queue {
     return failure(e->code(), std::move(d));
   }
 
-  // A waiter about to block: one RELEASE_MEM interrupt to the queue's event after everything
-  // submitted so far. false: no room in the ring now, a submission holds the ring, or the MEC
-  // stopped.
-  [[nodiscard]] bool arm_wake() const {
-    std::unique_lock lock(s_->mu, std::try_to_lock);  // a submitter waiting for room holds it: poll then
-    if (!lock.owns_lock() || fault()) return false;
-    aqueduct::ring::pm4_completion c;
-    c.event_mailbox = s_->event.mailbox_va();
-    c.event_id = s_->event.id();
-    return s_->q->try_signal(c, sync::nanoseconds::zero()).has_value();
-  }
+  [[nodiscard]] bool arm_wake() const { return detail::arm_wake(*s_); }
 
   [[nodiscard]] result<void> wait_progress(std::uint64_t seq, sync::nanoseconds timeout) const {
     return detail::wait_for_progress(

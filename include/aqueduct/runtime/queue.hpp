@@ -125,6 +125,22 @@ struct queue_state {
   }
 };
 
+// A waiter about to block: one barrier-AND (barrier bit: it completes after every earlier
+// packet) with the wake signal, so its completion raises the event. Its slot is marked
+// complete at once: once launched it has nothing left to do but signal. false: no free slot.
+// (queue's own waits, and graph/'s reactor, which holds only the state a ticket names.)
+[[nodiscard]] inline bool arm_wake(queue_state& s) {
+  auto r = s.aql->try_reserve(1);
+  if (!r) return false;
+  s.slots.mark_complete(r->index(0));
+  aqueduct::ring::barrier_and p;
+  p.barrier = true;
+  p.completion_signal = reinterpret_cast<std::uintptr_t>(s.wake);
+  r->write(0, aqueduct::ring::make_packet(p));
+  r->publish();
+  return true;
+}
+
 }  // namespace detail
 
 class queue {
@@ -398,20 +414,7 @@ class queue {
         [&]() -> std::optional<failure> { return fault(); }, [&](sync::nanoseconds) { return failure(errc::queue_full); },
         [] { return false; });
   }
-  // A waiter about to block: one barrier-AND (barrier bit: it completes after every earlier
-  // packet) with the wake signal, so its completion raises the event. Its slot is marked
-  // complete at once: once launched it has nothing left to do but signal. false: no free slot.
-  [[nodiscard]] bool arm_wake() const {
-    auto r = s_->aql->try_reserve(1);
-    if (!r) return false;
-    s_->slots.mark_complete(r->index(0));
-    aqueduct::ring::barrier_and p;
-    p.barrier = true;
-    p.completion_signal = wake_handle();
-    r->write(0, aqueduct::ring::make_packet(p));
-    r->publish();
-    return true;
-  }
+  [[nodiscard]] bool arm_wake() const { return detail::arm_wake(*s_); }
   // A barrier-bit barrier-AND that carries its own slot's signal: once it completed, every
   // packet before it did. none: no free slot now.
   [[nodiscard]] std::optional<std::uint64_t> try_publish_marker() const {

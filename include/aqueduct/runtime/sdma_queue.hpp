@@ -186,6 +186,15 @@ struct sdma_queue_state {
   std::mutex mu;
 };
 
+// A waiter about to block: FENCE(mailbox) + TRAP after everything submitted so far. false: the
+// ring has no room now, a submission holds the ring, or the engine stopped. (sdma_queue's waits
+// and graph/'s reactor, which holds only the state a ticket names.)
+[[nodiscard]] inline bool arm_wake(sdma_queue_state& s) {
+  std::unique_lock lock(s.mu, std::try_to_lock);  // a submitter waiting for room holds it: poll then
+  if (!lock.owns_lock() || (s.port && s.port->faulted())) return false;
+  return s.q->try_signal_event(s.event.mailbox_va(), s.event.id(), sync::nanoseconds::zero(), true).has_value();
+}
+
 // CREATE_QUEUE found no free SDMA queue (kfd::ioctl_errc: ENOMEM, ENOSPC, EPERM).
 [[nodiscard]] inline bool no_queue_left(const failure& f) noexcept { return f == errc::out_of_resources; }
 }  // namespace detail
@@ -347,13 +356,7 @@ class sdma_queue {
     s_->submitted.store(seq, std::memory_order_release);
     return sdma_ticket(detail::ticket_key{}, s_.get(), queue_id(), seq);
   }
-  // A waiter about to block: FENCE(mailbox) + TRAP after everything submitted so far. false: the
-  // ring has no room now, a submission holds the ring, or the engine stopped.
-  [[nodiscard]] bool arm_wake() const {
-    std::unique_lock lock(s_->mu, std::try_to_lock);  // a submitter waiting for room holds it: poll then
-    if (!lock.owns_lock() || fault()) return false;
-    return s_->q->try_signal_event(s_->event.mailbox_va(), s_->event.id(), sync::nanoseconds::zero(), true).has_value();
-  }
+  [[nodiscard]] bool arm_wake() const { return detail::arm_wake(*s_); }
 
   std::unique_ptr<detail::sdma_queue_state> s_;
 };
