@@ -5,16 +5,16 @@
 // each header.
 #pragma once
 
-#include <aqueduct/emu/aql_error.hpp>
 #include <aqueduct/emu/aql_processor.hpp>
 #include <aqueduct/emu/cwsr.hpp>
 #include <aqueduct/emu/device.hpp>
+#include <aqueduct/emu/engine_error.hpp>
+#include <aqueduct/emu/engine_ports.hpp>
 #include <aqueduct/emu/events.hpp>
 #include <aqueduct/emu/gpu_vm.hpp>
 #include <aqueduct/emu/host_kernel.hpp>
 #include <aqueduct/emu/machine_config.hpp>
 #include <aqueduct/emu/pm4_dispatch.hpp>
-#include <aqueduct/emu/pm4_fault.hpp>
 #include <aqueduct/emu/pm4_packets.hpp>
 #include <aqueduct/emu/pm4_preemption.hpp>
 #include <aqueduct/emu/pm4_processor.hpp>

@@ -447,28 +447,28 @@ TEST_CASE("AMD barrier-value packet: (value & mask) cond compare, null signal sa
 TEST_CASE("malformed packets stop the queue with the packet decoded; the process goes on") {
   struct bad_case {
     const char* what;
-    emu::aql_fault expect;
+    emu::engine_fault expect;
     void (*mutate)(abi::kernel_dispatch_packet&);
   };
   const bad_case cases[] = {
-      {"reserved type 7", emu::aql_fault::reserved_packet_type, [](abi::kernel_dispatch_packet& p) { p.header = 7; }},
-      {"dimensions 0", emu::aql_fault::bad_dimensions, [](abi::kernel_dispatch_packet& p) { p.setup = 0; }},
-      {"grid 0", emu::aql_fault::bad_dimensions, [](abi::kernel_dispatch_packet& p) { p.grid_size_x = 0; }},
-      {"unused dim not 1", emu::aql_fault::bad_dimensions, [](abi::kernel_dispatch_packet& p) { p.grid_size_y = 4; }},
-      {"workgroup 0", emu::aql_fault::bad_workgroup_size, [](abi::kernel_dispatch_packet& p) { p.workgroup_size_x = 0; }},
-      {"workgroup 2048", emu::aql_fault::bad_workgroup_size, [](abi::kernel_dispatch_packet& p) { p.workgroup_size_x = 2048; }},
-      {"kernel object unmapped", emu::aql_fault::kernel_object_not_mapped,
+      {"reserved type 7", emu::engine_fault::reserved_packet_type, [](abi::kernel_dispatch_packet& p) { p.header = 7; }},
+      {"dimensions 0", emu::engine_fault::bad_dimensions, [](abi::kernel_dispatch_packet& p) { p.setup = 0; }},
+      {"grid 0", emu::engine_fault::bad_dimensions, [](abi::kernel_dispatch_packet& p) { p.grid_size_x = 0; }},
+      {"unused dim not 1", emu::engine_fault::bad_dimensions, [](abi::kernel_dispatch_packet& p) { p.grid_size_y = 4; }},
+      {"workgroup 0", emu::engine_fault::bad_workgroup_size, [](abi::kernel_dispatch_packet& p) { p.workgroup_size_x = 0; }},
+      {"workgroup 2048", emu::engine_fault::bad_workgroup_size, [](abi::kernel_dispatch_packet& p) { p.workgroup_size_x = 2048; }},
+      {"kernel object unmapped", emu::engine_fault::kernel_object_not_mapped,
        [](abi::kernel_dispatch_packet& p) { p.kernel_object = 0x7000'0000'0000ull; }},
-      {"kernel object 0", emu::aql_fault::kernel_object_not_mapped, [](abi::kernel_dispatch_packet& p) { p.kernel_object = 0; }},
-      {"kernarg unmapped", emu::aql_fault::kernarg_not_mapped,
+      {"kernel object 0", emu::engine_fault::kernel_object_not_mapped, [](abi::kernel_dispatch_packet& p) { p.kernel_object = 0; }},
+      {"kernarg unmapped", emu::engine_fault::kernarg_not_mapped,
        [](abi::kernel_dispatch_packet& p) { p.kernarg_address = 0x7000'0000'1000ull; }},
-      {"signal unmapped", emu::aql_fault::signal_not_mapped,
+      {"signal unmapped", emu::engine_fault::signal_not_mapped,
        [](abi::kernel_dispatch_packet& p) { p.completion_signal = 0x7000'0000'2000ull; }},
-      {"fence scope 3", emu::aql_fault::reserved_header_bits,
+      {"fence scope 3", emu::engine_fault::reserved_bits,
        [](abi::kernel_dispatch_packet& p) { p.header = static_cast<std::uint16_t>(p.header | (3u << 11)); }},
-      {"agent dispatch", emu::aql_fault::unsupported_packet,
+      {"agent dispatch", emu::engine_fault::unsupported_packet,
        [](abi::kernel_dispatch_packet& p) { p.header = static_cast<std::uint16_t>((p.header & ~0xFFu) | 4u); }},
-      {"LDS 1 MiB", emu::aql_fault::lds_too_large, [](abi::kernel_dispatch_packet& p) { p.group_segment_size = 1u << 20; }},
+      {"LDS 1 MiB", emu::engine_fault::lds_too_large, [](abi::kernel_dispatch_packet& p) { p.group_segment_size = 1u << 20; }},
   };
   for (const auto& c : cases) {
     const std::string what = c.what;
@@ -488,9 +488,10 @@ TEST_CASE("malformed packets stop the queue with the packet decoded; the process
     const auto e = f.proc->error();
     REQUIRE(e.has_value());
     CHECK(e->fault == c.expect);
-    CHECK(e->packet_index == 1);
-    CHECK(e->write_index == 3);
-    CHECK(std::memcmp(e->packet.bytes, &p, 64) == 0);
+    CHECK(e->position == 1);
+    CHECK(e->write_position == 3);
+    REQUIRE(e->packet.size() == 16);
+    CHECK(std::memcmp(e->packet.data(), &p, 64) == 0);
     CHECK(e->detail.find("packet 1") != std::string::npos);
     CHECK(e->detail.find("raw=") != std::string::npos);
     CHECK(e->to_failure() == aqueduct::errc::queue_error);
@@ -506,7 +507,7 @@ TEST_CASE("unknown host kernel and bad code entry are queue errors") {
   f.submit(dispatch_1d(ko, va(v.args.get()), v.n, 64, 0));
   CHECK_FALSE(f.proc->wait_retired(1, 1s));
   REQUIRE(f.proc->error().has_value());
-  CHECK(f.proc->error()->fault == emu::aql_fault::unknown_host_kernel);
+  CHECK(f.proc->error()->fault == emu::engine_fault::unknown_host_kernel);
   CHECK(f.proc->error()->detail.find("nobody") != std::string::npos);
 
   queue_fixture g;
@@ -518,7 +519,7 @@ TEST_CASE("unknown host kernel and bad code entry are queue errors") {
   g.submit(dispatch_1d(ko2, va(w.args.get()), w.n, 64, 0));
   CHECK_FALSE(g.proc->wait_retired(1, 1s));
   REQUIRE(g.proc->error().has_value());
-  CHECK(g.proc->error()->fault == emu::aql_fault::bad_kernel_descriptor);
+  CHECK(g.proc->error()->fault == emu::engine_fault::bad_kernel_descriptor);
 }
 
 TEST_CASE("inconsistent kernel descriptors are queue errors") {
@@ -552,7 +553,7 @@ TEST_CASE("inconsistent kernel descriptors are queue errors") {
     f.submit(dispatch_1d(ko, va(v.args.get()), v.n, 64, 0));
     CHECK_FALSE(f.proc->wait_retired(1, 1s));
     REQUIRE(f.proc->error().has_value());
-    CHECK(f.proc->error()->fault == emu::aql_fault::bad_kernel_descriptor);
+    CHECK(f.proc->error()->fault == emu::engine_fault::bad_kernel_descriptor);
     CHECK(v.mismatches() == static_cast<int>(v.n));  // nothing ran
   }
 }
@@ -571,8 +572,8 @@ TEST_CASE("a throwing host kernel stops the queue; later packets do not run") {
   f.submit(dispatch_1d(ok, va(v.args.get()), v.n, 64, 0, /*barrier=*/true));
   CHECK_FALSE(f.proc->wait_retired(1, 2s));
   REQUIRE(f.proc->error().has_value());
-  CHECK(f.proc->error()->fault == emu::aql_fault::host_kernel_exception);
-  CHECK(f.proc->error()->packet_index == 0);
+  CHECK(f.proc->error()->fault == emu::engine_fault::host_kernel_exception);
+  CHECK(f.proc->error()->position == 0);
   CHECK(f.proc->error()->detail.find("kernel exploded") != std::string::npos);
   CHECK(load(sig) == 1);  // a faulted dispatch never signals completion
   CHECK(v.mismatches() == static_cast<int>(v.n));
@@ -641,7 +642,7 @@ TEST_CASE("wrong user-SGPR enable bits give a wrong answer: the kernel reads its
       CHECK(v.mismatches() > 0);
       if (!retired) {
         REQUIRE(f.proc->error().has_value());
-        CHECK(f.proc->error()->fault == emu::aql_fault::memory_violation);
+        CHECK(f.proc->error()->fault == emu::engine_fault::memory_violation);
         CHECK(f.proc->error()->to_failure() == aqueduct::errc::device_fault);
       }
     }
@@ -677,8 +678,8 @@ TEST_CASE("adversarial mode: a body written after its header is detected") {
   f.proc->ring_doorbell(1);
   CHECK_FALSE(f.proc->wait_retired(2, 2s));
   REQUIRE(f.proc->error().has_value());
-  CHECK(f.proc->error()->fault == emu::aql_fault::body_modified_after_header);
-  CHECK(f.proc->error()->packet_index == 1);
+  CHECK(f.proc->error()->fault == emu::engine_fault::body_modified_after_header);
+  CHECK(f.proc->error()->position == 1);
 }
 
 TEST_CASE("sequence-check hook stops the queue at the first out-of-order packet") {
@@ -701,8 +702,8 @@ TEST_CASE("sequence-check hook stops the queue at the first out-of-order packet"
   CHECK(f.proc->wait_retired(3, 5s));
   CHECK_FALSE(f.proc->wait_retired(4, 300ms));
   REQUIRE(f.proc->error().has_value());
-  CHECK(f.proc->error()->fault == emu::aql_fault::sequence_check_failed);
-  CHECK(f.proc->error()->packet_index == 3);
+  CHECK(f.proc->error()->fault == emu::engine_fault::sequence_check_failed);
+  CHECK(f.proc->error()->position == 3);
 }
 
 TEST_CASE("profiling queue: start_ts and end_ts written to the completion signal") {

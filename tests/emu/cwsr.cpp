@@ -87,7 +87,7 @@ TEST_CASE("without PRIV (forced by using the unaffected target's encoder), gfx11
     CHECK_MESSAGE(text.find("PRIV") != std::string::npos, text);
     CHECK_MESSAGE(text.find("packet at rptr: DISPATCH_DIRECT") != std::string::npos, text);
     CHECK_MESSAGE(text.find("wptr " + std::to_string(w)) != std::string::npos, text);
-    CHECK(r.proc->error()->fault == emu::pm4_fault::cwsr_hang_without_priv);
+    CHECK(r.proc->error()->fault == emu::engine_fault::cwsr_hang_without_priv);
     CHECK(sig[0] == 0);
     // Workgroups 0..7 ran before the preemption; the rest never did.
     int done = 0;
@@ -153,7 +153,7 @@ TEST_CASE("an undersized CWSR area (a pre-6.12 kernel accepted it) is detected a
     CHECK(res.get_failure() == aq::errc::device_hang);
     const std::string text(res.get_failure().detail());
     CHECK_MESSAGE(text.find(k.text) != std::string::npos, text);
-    CHECK(r.proc->error()->fault == emu::pm4_fault::cwsr_save_failed);
+    CHECK(r.proc->error()->fault == emu::engine_fault::cwsr_save_failed);
     CHECK(r.proc->preemption_stats().preemptions == 0);
   }
 }

@@ -171,6 +171,6 @@ TEST_CASE("a CWSR area one page short: EINVAL on a 6.12+ kernel; on an older ker
     const std::string text(r.detail());
     CHECK_MESSAGE(text.find("workgroup state") != std::string::npos, text);
     CHECK_MESSAGE(text.find("corrupts memory on the first preemption") != std::string::npos, text);
-    CHECK(proc->error()->fault == emu::pm4_fault::cwsr_save_failed);
+    CHECK(proc->error()->fault == emu::engine_fault::cwsr_save_failed);
   }
 }

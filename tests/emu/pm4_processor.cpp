@@ -109,7 +109,7 @@ TEST_CASE("a wrong COMPUTE_USER_DATA layout reaches the kernel as a wrong kernar
   REQUIRE(wait_error(*r.proc));
   const auto e = r.proc->error();
   REQUIRE(e);
-  CHECK(e->fault == emu::pm4_fault::memory_violation);
+  CHECK(e->fault == emu::engine_fault::memory_violation);
   CHECK(e->to_failure() == aq::errc::device_fault);
   CHECK(e->detail.find("DISPATCH_DIRECT") != std::string::npos);
   CHECK(load32(sig.get()) == 0);  // nothing after the faulting dispatch ran
@@ -252,27 +252,27 @@ TEST_CASE("malformed packets stop the queue with a decoded queue error") {
   struct bad_case {
     const char* name;
     std::vector<std::uint32_t> dws;
-    emu::pm4_fault fault;
+    emu::engine_fault fault;
     aq::errc code;
     const char* text;
   };
   const std::vector<bad_case> cases = {
-      {"unknown opcode 0x2F", {0xC0002F00, 0}, emu::pm4_fault::unknown_opcode, aq::errc::queue_error, "opcode 0x2F"},
-      {"DISPATCH_DIRECT with COUNT 2", {0xC0021500, 1, 1, 1}, emu::pm4_fault::bad_count, aq::errc::queue_error, "DISPATCH_DIRECT"},
-      {"RELEASE_MEM with COUNT 5", {0xC0054900, 0x514, 0, 0, 0, 0, 0}, emu::pm4_fault::bad_count, aq::errc::queue_error, "RELEASE_MEM"},
-      {"header reserved bit 3", {0xC0001008, 0}, emu::pm4_fault::reserved_bits, aq::errc::queue_error, "reserved"},
-      {"ACQUIRE_MEM dw1 set on gfx11", {0xC0065800, 1, 0xFFFFFFFF, 0xFFFFFF, 0, 0, 0xA, 0x3F0}, emu::pm4_fault::reserved_bits,
+      {"unknown opcode 0x2F", {0xC0002F00, 0}, emu::engine_fault::unknown_opcode, aq::errc::queue_error, "opcode 0x2F"},
+      {"DISPATCH_DIRECT with COUNT 2", {0xC0021500, 1, 1, 1}, emu::engine_fault::bad_count, aq::errc::queue_error, "DISPATCH_DIRECT"},
+      {"RELEASE_MEM with COUNT 5", {0xC0054900, 0x514, 0, 0, 0, 0, 0}, emu::engine_fault::bad_count, aq::errc::queue_error, "RELEASE_MEM"},
+      {"header reserved bit 3", {0xC0001008, 0}, emu::engine_fault::reserved_bits, aq::errc::queue_error, "reserved"},
+      {"ACQUIRE_MEM dw1 set on gfx11", {0xC0065800, 1, 0xFFFFFFFF, 0xFFFFFF, 0, 0, 0xA, 0x3F0}, emu::engine_fault::reserved_bits,
        aq::errc::queue_error, "ACQUIRE_MEM"},
-      {"WAIT_REG_MEM FUNCTION 7", {0xC0053C00, 0x17, 0x1000, 0, 0, 0xFFFFFFFF, 4}, emu::pm4_fault::reserved_bits,
+      {"WAIT_REG_MEM FUNCTION 7", {0xC0053C00, 0x17, 0x1000, 0, 0, 0xFFFFFFFF, 4}, emu::engine_fault::reserved_bits,
        aq::errc::queue_error, "WAIT_REG_MEM"},
-      {"RELEASE_MEM INT_SEL 7", {0xC0064900, 0x514, 7u << 24, 0, 0, 0, 0, 0}, emu::pm4_fault::reserved_bits,
+      {"RELEASE_MEM INT_SEL 7", {0xC0064900, 0x514, 7u << 24, 0, 0, 0, 0, 0}, emu::engine_fault::reserved_bits,
        aq::errc::queue_error, "INT_SEL"},
-      {"INDIRECT_BUFFER without VALID", {0xC0023F00, 0x1000, 0, 4}, emu::pm4_fault::reserved_bits, aq::errc::queue_error, "VALID"},
-      {"SET_SH_REG leaving the SH window", {0xC0027600, 0x3FF, 1, 2}, emu::pm4_fault::bad_register, aq::errc::queue_error,
+      {"INDIRECT_BUFFER without VALID", {0xC0023F00, 0x1000, 0, 4}, emu::engine_fault::reserved_bits, aq::errc::queue_error, "VALID"},
+      {"SET_SH_REG leaving the SH window", {0xC0027600, 0x3FF, 1, 2}, emu::engine_fault::bad_register, aq::errc::queue_error,
        "SH window"},
-      {"RELEASE_MEM to an unmapped address", {0xC0064900, 0x514, 0x20000000, 0x1000, 0x7F00, 1, 0, 0}, emu::pm4_fault::not_mapped,
+      {"RELEASE_MEM to an unmapped address", {0xC0064900, 0x514, 0x20000000, 0x1000, 0x7F00, 1, 0, 0}, emu::engine_fault::not_mapped,
        aq::errc::device_fault, "not mapped"},
-      {"type-0 packet", {0x00000000}, emu::pm4_fault::not_type3, aq::errc::queue_error, "type-0"},
+      {"type-0 packet", {0x00000000}, emu::engine_fault::not_type3, aq::errc::queue_error, "type-0"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.name);
@@ -290,8 +290,8 @@ TEST_CASE("malformed packets stop the queue with a decoded queue error") {
     REQUIRE(e);
     CHECK(e->fault == c.fault);
     CHECK(e->to_failure() == c.code);
-    CHECK(e->read_pointer == 5);  // the bad packet's position: after the 5-dword WRITE_DATA
-    CHECK(e->write_pointer == s.size());
+    CHECK(e->position == 5);  // the bad packet's position: after the 5-dword WRITE_DATA
+    CHECK(e->write_position == s.size());
     CHECK(e->packet.front() == c.dws.front());
     CHECK_MESSAGE(e->detail.find(c.text) != std::string::npos, e->detail);
     CHECK(out[0] == 1);
@@ -330,7 +330,7 @@ TEST_CASE("COMPUTE_PGM_RSRC1.PRIV on an unaffected part (gfx1151) hangs the queu
     CHECK(text.find("PRIV") != std::string::npos);
     CHECK(text.find("DISPATCH_DIRECT") != std::string::npos);
     CHECK(text.find("rptr") != std::string::npos);
-    CHECK(r.proc->error()->fault == emu::pm4_fault::priv_on_unaffected_part);
+    CHECK(r.proc->error()->fault == emu::engine_fault::priv_on_unaffected_part);
     CHECK(d.c[0] == -1.0f);
   }
 }

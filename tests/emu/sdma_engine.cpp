@@ -339,7 +339,7 @@ void emit_raw(rig<E>& r, std::initializer_list<std::uint32_t> dws) {
   res.commit();
 }
 template <engine E>
-emu::sdma_error wait_error(rig<E>& r) {
+emu::engine_error wait_error(rig<E>& r) {
   for (int i = 0; i < 2000 && !r.eng->has_error(); ++i) std::this_thread::sleep_for(1ms);
   REQUIRE(r.eng->has_error());
   return *r.eng->error();
@@ -355,9 +355,9 @@ TEST_CASE_TEMPLATE("an unmapped source or destination faults with the first unma
     REQUIRE(r.queue->try_copy(gpu_va(b.va(0)), gpu_va(a.va(100)), 8000));
     REQUIRE(r.queue->try_fence(gpu_va(b.va(9000)), 7));
     const auto e = wait_error(r);
-    CHECK(e.fault == emu::sdma_fault::memory_violation);
+    CHECK(e.fault == emu::engine_fault::memory_violation);
     CHECK(e.address == a.va(4096));
-    CHECK(e.packet_offset == 0);
+    CHECK(e.position == 0);
     CHECK(e.to_failure() == errc::device_fault);
     CHECK(e.detail.find("source") != std::string::npos);
   }
@@ -365,7 +365,7 @@ TEST_CASE_TEMPLATE("an unmapped source or destination faults with the first unma
     REQUIRE(r.queue->try_copy(gpu_va(a.va(4000)), gpu_va(b.va(0)), 200));
     REQUIRE(r.queue->try_fence(gpu_va(b.va(9000)), 7));
     const auto e = wait_error(r);
-    CHECK(e.fault == emu::sdma_fault::memory_violation);
+    CHECK(e.fault == emu::engine_fault::memory_violation);
     CHECK(e.address == a.va(4096));
     CHECK(e.to_failure() == errc::device_fault);
   }
@@ -389,7 +389,7 @@ TEST_CASE("malformed packets stop the queue with queue_error") {
     r.vm.map(buf.p, buf.size);
     emit_raw(r, {0x00000001u, 1u << 22, 0, lo32(buf.va()), hi32(buf.va()), lo32(buf.va()), hi32(buf.va())});
     const auto e = wait_error(r);
-    CHECK(e.fault == emu::sdma_fault::reserved_bits);
+    CHECK(e.fault == emu::engine_fault::reserved_bits);
     CHECK(e.to_failure() == errc::queue_error);
     CHECK(e.packet.size() == 7);
     CHECK(e.packet[1] == (1u << 22));
@@ -399,7 +399,7 @@ TEST_CASE("malformed packets stop the queue with queue_error") {
     region buf(0x400000 + 4096);
     r.vm.map(buf.p, buf.size);
     emit_raw(r, {0x00000001u, 0x3FFF00u, 0, lo32(buf.va()), hi32(buf.va()), lo32(buf.va()), hi32(buf.va())});
-    CHECK(wait_error(r).fault == emu::sdma_fault::bad_count);
+    CHECK(wait_error(r).fault == emu::engine_fault::bad_count);
   }
   SUBCASE("the same count is fine on SDMA 5.2 (30-bit)") {
     rig<engine::v5_2> r;
@@ -416,7 +416,8 @@ TEST_CASE("malformed packets stop the queue with queue_error") {
     rig<engine::v6_0> r;
     emit_raw(r, {0x00000003u});
     const auto e = wait_error(r);
-    CHECK(e.fault == emu::sdma_fault::unsupported_packet);
+    CHECK(e.fault == emu::engine_fault::unknown_opcode);
+    CHECK(e.engine == emu::engine_kind::sdma);
     CHECK(e.detail.find("opcode 3") != std::string::npos);
   }
   SUBCASE("a misaligned TIMESTAMP address") {
@@ -425,7 +426,7 @@ TEST_CASE("malformed packets stop the queue with queue_error") {
     r.vm.map(buf.p, buf.size);
     const std::uint64_t a = buf.va(4);
     emit_raw(r, {0x0000020Du, static_cast<std::uint32_t>(a), static_cast<std::uint32_t>(a >> 32)});
-    CHECK(wait_error(r).fault == emu::sdma_fault::misaligned_address);
+    CHECK(wait_error(r).fault == emu::engine_fault::misaligned_address);
   }
 }
 

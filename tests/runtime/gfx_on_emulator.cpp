@@ -66,5 +66,5 @@ TEST_CASE("gfx code object on the emulator: loaded, refused at the gate, and the
   REQUIRE_FALSE(w.has_value());
   CHECK(w.error() == aq::errc::queue_error);
   CHECK(std::string(w.detail()).find("no emulated code") != std::string::npos);
-  CHECK(std::string(w.detail()).find("kernel_dispatch") != std::string::npos);  // the packet, decoded
+  CHECK(std::string(w.detail()).find("KERNEL_DISPATCH") != std::string::npos);  // the packet, decoded
 }

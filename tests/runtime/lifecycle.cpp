@@ -7,7 +7,7 @@
 //   bug 4  a kernel that never ends: destroying its queue blocked forever, past drain_timeout.
 // A case that would hang is run under a watchdog that ends the process with a message instead.
 // Expected values: vadd results computed on the host; the errc the engine's fault maps to
-// (device_fault for a memory fault, emu/aql_error.hpp).
+// (device_fault for a memory fault, emu/engine_error.hpp).
 #include "host_kernels.hpp"
 
 #include <doctest/doctest.h>

@@ -7,8 +7,7 @@
 // tests/emu/sdma_engine.cpp and tests/queue/aql_queue_emu.cpp.
 #pragma once
 
-#include <aqueduct/emu/aql_processor.hpp>
-#include <aqueduct/emu/host_kernel.hpp>
+#include <aqueduct/emu/engine_ports.hpp>
 
 #include <cstddef>
 #include <cstdint>

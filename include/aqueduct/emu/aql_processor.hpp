@@ -37,11 +37,13 @@
 #include <aqueduct/arch/family.hpp>
 #include <aqueduct/config.hpp>
 #include <aqueduct/core/result.hpp>
-#include <aqueduct/emu/aql_error.hpp>
+#include <aqueduct/emu/engine_error.hpp>
+#include <aqueduct/emu/engine_ports.hpp>
 #include <aqueduct/emu/host_kernel.hpp>
 #include <aqueduct/emu/queue_wakeup.hpp>
 #include <aqueduct/emu/wave_state.hpp>
 #include <aqueduct/emu/workgroup_executor.hpp>
+#include <aqueduct/queue/aql_packets.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -60,18 +62,6 @@
 #include <vector>
 
 namespace aqueduct::emu {
-
-// Raises the interrupt of a KFD event (emu::device::signal_event) and gives the GPU clock.
-class event_notifier {
- public:
-  virtual ~event_notifier() = default;
-  virtual void signal_event(std::uint32_t event_id) noexcept = 0;
-  // Timestamps written to profiled completion signals (ns of a steady clock by default).
-  [[nodiscard]] virtual std::uint64_t timestamp() const noexcept {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-  }
-};
 
 // Where a queue's memory is (from KFD create_queue: ring base/size, read/write pointers).
 struct aql_queue_binding {
@@ -136,11 +126,9 @@ class aql_processor : public queue_wakeup {
     return try_create(b, vm, events, registry, std::move(opt)).value();
   }
 
-  [[nodiscard]] bool has_error() const noexcept { return has_error_.load(std::memory_order_acquire); }
-  [[nodiscard]] std::optional<aql_error> error() const {
-    std::lock_guard lock(err_mu_);
-    return error_;
-  }
+  [[nodiscard]] bool has_error() const noexcept { return errors_.has_error(); }
+  // Why the queue stopped (engine_kind::aql; position = the offending packet's index).
+  [[nodiscard]] std::optional<engine_error> error() const { return errors_.error(); }
   // Packets launched: the read index the processor last published (not a completion).
   [[nodiscard]] std::uint64_t read_index() const noexcept {
     return std::atomic_ref<const std::uint64_t>(*rptr_).load(std::memory_order_acquire);
@@ -191,7 +179,7 @@ class aql_processor : public queue_wakeup {
     std::atomic<bool> complete{false};  // every workgroup ran (or was skipped after a fault)
     std::atomic<bool> faulted{false};
     std::mutex fault_mu;
-    aql_fault fault = aql_fault::none;
+    engine_fault fault = engine_fault::none;
     std::uint64_t fault_address = 0;
     std::string fault_detail;
   };
@@ -245,18 +233,18 @@ class aql_processor : public queue_wakeup {
         std::this_thread::sleep_for(opt_.adversarial_recheck);
         const abi::aql_slot again = read_slot(slot);
         if (std::memcmp(snap.bytes, again.bytes, sizeof snap.bytes) != 0) {
-          fail(aql_fault::body_modified_after_header, launch_, again, 0,
-               "the packet changed after its header was observed valid (first read: " + describe_packet(snap) + ")");
+          fail(engine_fault::body_modified_after_header, launch_, again, 0,
+               "the packet changed after its header was observed valid (first read: " + describe(snap) + ")");
           continue;
         }
       }
       if (opt_.sequence_check && checked_ != launch_ + 1 && !opt_.sequence_check(launch_, snap)) {
-        fail(aql_fault::sequence_check_failed, launch_, snap, 0, "");
+        fail(engine_fault::sequence_check_failed, launch_, snap, 0, "");
         continue;
       }
       checked_ = launch_ + 1;  // a packet that stalls (barrier) is checked once
       if (h.reserved != 0 || h.acquire_scope == 3 || h.release_scope == 3) {
-        fail(aql_fault::reserved_header_bits, launch_, snap, 0, "");
+        fail(engine_fault::reserved_bits, launch_, snap, 0, "");
         continue;
       }
       bool advanced = false;
@@ -279,9 +267,9 @@ class aql_processor : public queue_wakeup {
           break;
         }
         case abi::packet_type::agent_dispatch:
-          fail(aql_fault::unsupported_packet, launch_, snap, 0, "agent dispatch packets are not processed by a GPU queue");
+          fail(engine_fault::unsupported_packet, launch_, snap, 0, "agent dispatch packets are not processed by a GPU queue");
           break;
-        default: fail(aql_fault::reserved_packet_type, launch_, snap, 0, ""); break;
+        default: fail(engine_fault::reserved_packet_type, launch_, snap, 0, ""); break;
       }
       if (advanced) {
         ++launch_;
@@ -351,29 +339,42 @@ class aql_processor : public queue_wakeup {
     std::atomic_ref<std::uint64_t>(*rptr_).store(launch_ + 1, std::memory_order_release);
   }
 
-  void fail(aql_fault f, std::uint64_t index, const abi::aql_slot& snap, std::uint64_t address, const std::string& why) {
-    aql_error e;
+  // The packet decoded (ring::describe_packet) and its 16 dwords as read.
+  [[nodiscard]] static std::string describe(const abi::aql_slot& s) {
+    std::string out;
+    ring::describe_packet(s, out);
+    out += " raw=";
+    char buf[12];
+    for (std::size_t i = 0; i < abi::aql_packet_size; i += 4) {
+      std::uint32_t dw;
+      std::memcpy(&dw, s.bytes + i, 4);
+      std::snprintf(buf, sizeof buf, "%s%08x", i ? " " : "", dw);
+      out += buf;
+    }
+    return out;
+  }
+
+  void fail(engine_fault f, std::uint64_t index, const abi::aql_slot& snap, std::uint64_t address, const std::string& why) {
+    engine_error e;
+    e.engine = engine_kind::aql;
     e.fault = f;
-    e.packet_index = index;
+    e.position = index;
     e.address = address;
-    e.packet = snap;
+    e.packet.resize(abi::aql_packet_size / 4);
+    std::memcpy(e.packet.data(), snap.bytes, abi::aql_packet_size);
     if (b_.write_index_va != 0)
-      e.write_index = std::atomic_ref<std::uint64_t>(*host<std::uint64_t>(b_.write_index_va)).load(std::memory_order_acquire);
+      e.write_position = std::atomic_ref<std::uint64_t>(*host<std::uint64_t>(b_.write_index_va)).load(std::memory_order_acquire);
     char head[160];
     std::snprintf(head, sizeof head, "AQL queue %u (gpu %u) stopped at packet %llu: %s", b_.queue_id, b_.gpu_id,
-                  static_cast<unsigned long long>(index), aql_fault_name(f));
+                  static_cast<unsigned long long>(index), engine_fault_name(f));
     e.detail = head;
     if (!why.empty()) e.detail += " (" + why + ")";
     if (address != 0) {
       std::snprintf(head, sizeof head, " address=0x%llx", static_cast<unsigned long long>(address));
       e.detail += head;
     }
-    e.detail += "; packet: " + describe_packet(snap);
-    {
-      std::lock_guard lock(err_mu_);
-      if (!error_) error_ = std::move(e);
-    }
-    has_error_.store(true, std::memory_order_release);
+    e.detail += "; packet: " + describe(snap);
+    errors_.record(std::move(e));
     if (inflight_.empty()) quiet_.store(true, std::memory_order_release);
     {
       std::lock_guard lock(mu_);
@@ -393,23 +394,23 @@ class aql_processor : public queue_wakeup {
   int barrier_satisfied(const abi::aql_slot& snap, const abi::decoded_header& h) {
     const std::uint64_t completion = [&] { std::uint64_t v; std::memcpy(&v, snap.bytes + 56, 8); return v; }();
     if (completion != 0 && !signal_ok(completion)) {
-      fail(aql_fault::signal_not_mapped, launch_, snap, completion, "completion signal");
+      fail(engine_fault::signal_not_mapped, launch_, snap, completion, "completion signal");
       return -1;
     }
     if (h.type == static_cast<std::uint8_t>(abi::packet_type::vendor_specific)) {
       abi::amd_barrier_value_packet p;
       std::memcpy(&p, snap.bytes, sizeof p);
       if (p.header.amd_format != static_cast<std::uint8_t>(abi::amd_packet_format::barrier_value)) {
-        fail(aql_fault::reserved_packet_type, launch_, snap, 0, "vendor packet with an AmdFormat this CP does not run");
+        fail(engine_fault::reserved_packet_type, launch_, snap, 0, "vendor packet with an AmdFormat this CP does not run");
         return -1;
       }
       if (p.cond > static_cast<std::uint32_t>(abi::signal_condition::gte)) {
-        fail(aql_fault::reserved_packet_type, launch_, snap, 0, "barrier-value condition out of range");
+        fail(engine_fault::reserved_packet_type, launch_, snap, 0, "barrier-value condition out of range");
         return -1;
       }
       if (p.signal == 0) return 1;  // a null signal is satisfied (hsa_ext_amd.h)
       if (!signal_ok(p.signal)) {
-        fail(aql_fault::signal_not_mapped, launch_, snap, p.signal, "barrier-value signal");
+        fail(engine_fault::signal_not_mapped, launch_, snap, p.signal, "barrier-value signal");
         return -1;
       }
       return abi::condition_holds(static_cast<abi::signal_condition>(p.cond), signal_value(p.signal) & p.mask, p.value)
@@ -422,7 +423,7 @@ class aql_processor : public queue_wakeup {
     for (std::uint64_t s : p.dep_signal) {
       if (s == 0) continue;
       if (!signal_ok(s)) {
-        fail(aql_fault::signal_not_mapped, launch_, snap, s, "dependency signal");
+        fail(engine_fault::signal_not_mapped, launch_, snap, s, "dependency signal");
         return -1;
       }
       any_dep = true;
@@ -438,62 +439,62 @@ class aql_processor : public queue_wakeup {
   bool launch_dispatch(const abi::aql_slot& snap, const abi::decoded_header& h) {
     abi::kernel_dispatch_packet p;
     std::memcpy(&p, snap.bytes, sizeof p);
-    auto bad = [&](aql_fault f, std::uint64_t addr, const std::string& why) {
+    auto bad = [&](engine_fault f, std::uint64_t addr, const std::string& why) {
       fail(f, launch_, snap, addr, why);
       return false;
     };
     const unsigned dims = abi::dispatch_setup::dimensions::get(p.setup);
     if (dims == 0 || (p.setup & ~abi::dispatch_setup::dimensions::mask) != 0)
-      return bad(aql_fault::bad_dimensions, 0, "setup.dimensions must be 1..3 and setup's reserved bits 0");
+      return bad(engine_fault::bad_dimensions, 0, "setup.dimensions must be 1..3 and setup's reserved bits 0");
     const std::uint32_t grid[3] = {p.grid_size_x, p.grid_size_y, p.grid_size_z};
     const std::uint32_t wg[3] = {p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z};
     for (unsigned d = 0; d < 3; ++d) {
-      if (wg[d] == 0) return bad(aql_fault::bad_workgroup_size, 0, "a workgroup size is 0");
-      if (grid[d] == 0) return bad(aql_fault::bad_dimensions, 0, "a grid size is 0");
+      if (wg[d] == 0) return bad(engine_fault::bad_workgroup_size, 0, "a workgroup size is 0");
+      if (grid[d] == 0) return bad(engine_fault::bad_dimensions, 0, "a grid size is 0");
       if (d >= dims && (grid[d] != 1 || wg[d] != 1))
-        return bad(aql_fault::bad_dimensions, 0, "grid and workgroup sizes beyond setup.dimensions must be 1");
+        return bad(engine_fault::bad_dimensions, 0, "grid and workgroup sizes beyond setup.dimensions must be 1");
     }
     if (std::uint64_t(wg[0]) * wg[1] * wg[2] > 1024)
-      return bad(aql_fault::bad_workgroup_size, 0, "more than 1024 work-items per workgroup");
+      return bad(engine_fault::bad_workgroup_size, 0, "more than 1024 work-items per workgroup");
     if (p.kernel_object == 0 || p.kernel_object % 64 != 0 || !vm_.is_mapped(p.kernel_object, sizeof(abi::kernel_descriptor)))
-      return bad(aql_fault::kernel_object_not_mapped, p.kernel_object, "");
+      return bad(engine_fault::kernel_object_not_mapped, p.kernel_object, "");
     auto job = std::make_shared<dispatch_job>();
     job->plan.family = b_.family;
     std::memcpy(&job->plan.kd, host<const void>(p.kernel_object), sizeof job->plan.kd);
     const auto& kd = job->plan.kd;
     const std::uint64_t entry = p.kernel_object + static_cast<std::uint64_t>(kd.kernel_code_entry_byte_offset);
     if (entry % abi::kernel_code_entry_align != 0 || !vm_.is_mapped(entry, sizeof(emulated_code_blob)))
-      return bad(aql_fault::bad_kernel_descriptor, entry, "kernel code entry misaligned or not mapped");
+      return bad(engine_fault::bad_kernel_descriptor, entry, "kernel code entry misaligned or not mapped");
     emulated_code_blob blob;
     std::memcpy(&blob, host<const void>(entry), sizeof blob);
     const std::string_view name = emulated_code_name(blob);
     if (!name.empty()) {
       job->plan.fn = registry_.find(name);
-      if (!job->plan.fn) return bad(aql_fault::unknown_host_kernel, entry, "host kernel '" + std::string(name) + "'");
+      if (!job->plan.fn) return bad(engine_fault::unknown_host_kernel, entry, "host kernel '" + std::string(name) + "'");
     } else if (isa_supported(b_.family)) {
       job->plan.code_entry = entry;  // machine code: the interpreter runs it (emu/isa/)
     } else {
-      return bad(aql_fault::bad_kernel_descriptor, entry,
+      return bad(engine_fault::bad_kernel_descriptor, entry,
                  "no emulated code at the kernel entry, and no ISA interpreter for " + std::string(arch::family_name(b_.family)));
     }
     namespace kcp = abi::kernel_code_properties;
     namespace r2 = abi::compute_pgm_rsrc2;
     const std::uint16_t props = kd.kernel_code_properties;
-    if ((props & ~kcp::defined_mask) != 0) return bad(aql_fault::bad_kernel_descriptor, 0, "reserved kernel_code_properties bits");
+    if ((props & ~kcp::defined_mask) != 0) return bad(engine_fault::bad_kernel_descriptor, 0, "reserved kernel_code_properties bits");
     if (kcp::enable_wavefront_size32::get(props) && !supports_wave32(b_.family))
-      return bad(aql_fault::bad_kernel_descriptor, 0, "wave32 requested on a wave64-only family");
+      return bad(engine_fault::bad_kernel_descriptor, 0, "wave32 requested on a wave64-only family");
     const unsigned user = r2::user_sgpr_count::get(kd.compute_pgm_rsrc2);
     const unsigned needed = abi::enabled_user_sgpr_count(props) + abi::kernarg_preload::length::get(kd.kernarg_preload);
-    if (needed > user) return bad(aql_fault::bad_kernel_descriptor, 0, "enabled user SGPRs exceed rsrc2.USER_SGPR_COUNT");
+    if (needed > user) return bad(engine_fault::bad_kernel_descriptor, 0, "enabled user SGPRs exceed rsrc2.USER_SGPR_COUNT");
     if (r2::granulated_lds_size::get(kd.compute_pgm_rsrc2) != 0)
-      return bad(aql_fault::bad_kernel_descriptor, 0, "rsrc2.GRANULATED_LDS_SIZE must be 0 (the CP takes LDS from the packet)");
+      return bad(engine_fault::bad_kernel_descriptor, 0, "rsrc2.GRANULATED_LDS_SIZE must be 0 (the CP takes LDS from the packet)");
     if (kcp::enable_sgpr_kernarg_segment_ptr::get(props) && kd.kernarg_size != 0 &&
         (p.kernarg_address == 0 || !vm_.is_mapped(p.kernarg_address, kd.kernarg_size)))
-      return bad(aql_fault::kernarg_not_mapped, p.kernarg_address, "");
+      return bad(engine_fault::kernarg_not_mapped, p.kernarg_address, "");
     const std::uint64_t lds = std::uint64_t(p.group_segment_size) + kd.group_segment_fixed_size;
-    if (lds > opt_.max_lds_bytes) return bad(aql_fault::lds_too_large, 0, std::to_string(lds) + " bytes");
+    if (lds > opt_.max_lds_bytes) return bad(engine_fault::lds_too_large, 0, std::to_string(lds) + " bytes");
     if (p.completion_signal != 0 && !signal_ok(p.completion_signal))
-      return bad(aql_fault::signal_not_mapped, p.completion_signal, "completion signal");
+      return bad(engine_fault::signal_not_mapped, p.completion_signal, "completion signal");
 
     job->plan.pkt = p;
     job->plan.lds_bytes = static_cast<std::uint32_t>(lds);
@@ -515,7 +516,7 @@ class aql_processor : public queue_wakeup {
     if (const unsigned pre = abi::kernarg_preload::length::get(kd.kernarg_preload); pre != 0 && p.kernarg_address != 0) {
       const unsigned dwords = pre + abi::kernarg_preload::offset::get(kd.kernarg_preload);
       if (!vm_.is_mapped(p.kernarg_address, dwords * 4ull))
-        return bad(aql_fault::kernarg_not_mapped, p.kernarg_address, "kernarg preload");
+        return bad(engine_fault::kernarg_not_mapped, p.kernarg_address, "kernarg preload");
       job->kernarg_copy.resize(dwords);
       std::memcpy(job->kernarg_copy.data(), host<const void>(p.kernarg_address), dwords * 4ull);
       inputs.kernarg_host = job->kernarg_copy.data();
@@ -558,7 +559,7 @@ class aql_processor : public queue_wakeup {
       }
       if (e.job && e.job->faulted.load(std::memory_order_acquire)) {
         std::string why;
-        aql_fault f;
+        engine_fault f;
         std::uint64_t addr;
         {
           std::lock_guard lock(e.job->fault_mu);
@@ -608,10 +609,8 @@ class aql_processor : public queue_wakeup {
     auto f = ex.run(job.plan, linear);
     if (!f) return;
     std::lock_guard lock(job.fault_mu);
-    if (job.fault == aql_fault::none) {
-      job.fault = f->what == workgroup_fault::kind::memory_violation   ? aql_fault::memory_violation
-                  : f->what == workgroup_fault::kind::shader_exception ? aql_fault::shader_exception
-                                                                       : aql_fault::host_kernel_exception;
+    if (job.fault == engine_fault::none) {
+      job.fault = engine_fault_of(f->what);
       job.fault_address = f->address;
       job.fault_detail = std::move(f->detail);
     }
@@ -657,7 +656,6 @@ class aql_processor : public queue_wakeup {
   std::vector<std::unique_ptr<inflight>> spare_inflight_;  // retired entries for reuse (processor thread)
   std::atomic<std::uint64_t> retired_{0};
   mutable std::atomic<unsigned> retire_waiters_{0};  // threads in wait_retired
-  std::atomic<bool> has_error_{false};
   std::atomic<bool> quiet_{false};  // in error and nothing left that can retire
 
   // Guarded by queue_wakeup::mu_: workers_stop_, jobs_ (and dispatch_job::next_wg).
@@ -666,8 +664,7 @@ class aql_processor : public queue_wakeup {
   bool workers_stop_ = false;
   std::deque<std::shared_ptr<dispatch_job>> jobs_;
 
-  mutable std::mutex err_mu_;
-  std::optional<aql_error> error_;
+  engine_error_slot errors_;
 
   std::thread thread_;
   std::vector<std::thread> workers_;

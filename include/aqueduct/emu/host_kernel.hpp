@@ -17,6 +17,7 @@
 #include <aqueduct/abi/emulated_code.hpp>
 #include <aqueduct/abi/kernel_descriptor.hpp>
 #include <aqueduct/core/assert.hpp>
+#include <aqueduct/emu/engine_ports.hpp>
 #include <aqueduct/emu/wave_state.hpp>
 
 #include <cstddef>
@@ -32,18 +33,6 @@
 #include <string_view>
 
 namespace aqueduct::emu {
-
-// What the emulated GPU VM answers: is [va, va+len) mapped for this queue's GPU, and where is
-// it in this process. The emulator maps GPU VAs at the same host address (identity), which is
-// the default; a device that does not can override `host_address`.
-class vm_access {
- public:
-  virtual ~vm_access() = default;
-  [[nodiscard]] virtual bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept = 0;
-  [[nodiscard]] virtual void* host_address(std::uint64_t va) const noexcept {
-    return reinterpret_cast<void*>(static_cast<std::uintptr_t>(va));
-  }
-};
 
 // Raised by checked accesses of a host kernel; ends the dispatch with a queue error.
 struct memory_fault {

@@ -74,7 +74,7 @@ inline pm4_processor::step pm4_processor::preemption_point(bool in_dispatch) {
     if (st->hangs_on_preemption && !offsets.empty()) {
       // DEGFX11_12113: the waves of a PM4 dispatch without PRIV never reach the trap handler's
       // save; the queue does not come off the hardware and makes no more progress.
-      fail(pm4_fault::cwsr_hang_without_priv, cur_packet_view(), 0, false,
+      fail(engine_fault::cwsr_hang_without_priv, cur_packet_view(), 0, false,
            "gfx_target_version " + std::to_string(b_.gfx_target_version) + " needs COMPUTE_PGM_RSRC1.PRIV=1 on PM4 dispatches "
            "(DEGFX11_12113, spec/kfd.md §4); preempted before workgroup " + std::to_string(current_wg_) + " of " +
            std::to_string(st->total_wg));
@@ -83,7 +83,7 @@ inline pm4_processor::step pm4_processor::preemption_point(bool in_dispatch) {
   }
   auto saved = cwsr_save(vm_, b_.cwsr, machine_, records, offsets, workgroups);
   if (!saved) {
-    fail(pm4_fault::cwsr_save_failed, cur_packet_view(), b_.cwsr.address, false, std::string(saved.get_failure().detail()));
+    fail(engine_fault::cwsr_save_failed, cur_packet_view(), b_.cwsr.address, false, std::string(saved.get_failure().detail()));
     return step::fault;
   }
   {
@@ -109,7 +109,7 @@ inline pm4_processor::step pm4_processor::preemption_point(bool in_dispatch) {
   // ---- restore
   auto img = cwsr_restore(vm_, b_.cwsr, machine_);
   if (!img) {
-    fail(pm4_fault::cwsr_restore_failed, cur_packet_view(), b_.cwsr.address, false, std::string(img.get_failure().detail()));
+    fail(engine_fault::cwsr_restore_failed, cur_packet_view(), b_.cwsr.address, false, std::string(img.get_failure().detail()));
     return step::fault;
   }
   if (st != nullptr) {
@@ -123,13 +123,13 @@ inline pm4_processor::step pm4_processor::preemption_point(bool in_dispatch) {
       const std::uint32_t off = img->offsets[i];
       cwsr_wave_record_head h;
       if (off + sizeof h > img->records.size()) {
-        fail(pm4_fault::cwsr_restore_failed, cur_packet_view(), b_.cwsr.address, false, "control stack points past the saved records");
+        fail(engine_fault::cwsr_restore_failed, cur_packet_view(), b_.cwsr.address, false, "control stack points past the saved records");
         return step::fault;
       }
       std::memcpy(&h, img->records.data() + off, sizeof h);
       if (h.magic != cwsr_wave_magic || h.workgroup < current_wg_ || h.workgroup - current_wg_ >= img->workgroups ||
           (prev != ~std::uint64_t{0} && h.workgroup < prev)) {
-        fail(pm4_fault::cwsr_restore_failed, cur_packet_view(), b_.cwsr.address, false,
+        fail(engine_fault::cwsr_restore_failed, cur_packet_view(), b_.cwsr.address, false,
              "wave record " + std::to_string(i) + " in the workgroup-state area is corrupt");
         return step::fault;
       }

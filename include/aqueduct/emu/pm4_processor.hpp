@@ -36,12 +36,13 @@
 #include <aqueduct/arch/family.hpp>
 #include <aqueduct/core/bits.hpp>
 #include <aqueduct/core/result.hpp>
-#include <aqueduct/emu/aql_processor.hpp>  // event_notifier
 #include <aqueduct/emu/cwsr.hpp>
 #include <aqueduct/emu/host_kernel.hpp>
-#include <aqueduct/emu/pm4_fault.hpp>
+#include <aqueduct/emu/engine_error.hpp>
+#include <aqueduct/emu/engine_ports.hpp>
 #include <aqueduct/emu/queue_wakeup.hpp>
 #include <aqueduct/emu/wave_state.hpp>
+#include <aqueduct/emu/workgroup_executor.hpp>
 #include <aqueduct/queue/pm4_describe.hpp>
 #include <aqueduct/sync/wait.hpp>
 
@@ -169,11 +170,9 @@ class pm4_processor : public queue_wakeup {
   [[nodiscard]] const cwsr_machine& machine() const noexcept { return machine_; }
 
   // ---- state ----------------------------------------------------------------------------------
-  [[nodiscard]] bool has_error() const noexcept { return has_error_.load(std::memory_order_acquire); }
-  [[nodiscard]] std::optional<pm4_error> error() const {
-    std::lock_guard lock(err_mu_);
-    return error_;
-  }
+  [[nodiscard]] bool has_error() const noexcept { return errors_.has_error(); }
+  // Why the queue stopped (engine_kind::pm4; position = the read pointer in dwords).
+  [[nodiscard]] std::optional<engine_error> error() const { return errors_.error(); }
   [[nodiscard]] std::uint64_t read_pointer() const noexcept { return rptr_pub_.load(std::memory_order_acquire); }
   [[nodiscard]] std::uint64_t write_pointer() const noexcept {
     return std::atomic_ref<std::uint64_t>(*wptr_).load(std::memory_order_acquire);
@@ -262,7 +261,7 @@ class pm4_processor : public queue_wakeup {
       const std::uint64_t len = packet_dwords(hdr);
       if (len > ring_dwords_) {
         std::vector<std::uint32_t> one{hdr};
-        fail(pm4_fault::bad_count, one, 0, false, "packet longer than the ring");
+        fail(engine_fault::bad_count, one, 0, false, "packet longer than the ring");
         continue;
       }
       if (w - rptr_local_ < len) {  // the rest of the packet is not published yet
@@ -303,18 +302,19 @@ class pm4_processor : public queue_wakeup {
   }
 
   // ------------------------------------------------------------------ errors
-  void fail(pm4_fault f, std::span<const std::uint32_t> pkt, std::uint64_t addr, bool in_ib, const std::string& why) {
-    pm4_error e;
+  void fail(engine_fault f, std::span<const std::uint32_t> pkt, std::uint64_t addr, bool in_ib, const std::string& why) {
+    engine_error e;
+    e.engine = engine_kind::pm4;
     e.fault = f;
-    e.read_pointer = rptr_local_;
-    e.write_pointer = write_pointer();
+    e.position = rptr_local_;
+    e.write_position = write_pointer();
     e.address = addr;
     e.in_indirect_buffer = in_ib;
     e.packet.assign(pkt.begin(), pkt.end());
     char buf[200];
     std::snprintf(buf, sizeof buf, "PM4 queue %u (gpu_id %u, gfx_target_version %u): %s at rptr %llu (wptr %llu)%s", b_.queue_id,
-                  b_.gpu_id, b_.gfx_target_version, pm4_fault_name(f), static_cast<unsigned long long>(e.read_pointer),
-                  static_cast<unsigned long long>(e.write_pointer), in_ib ? " inside an indirect buffer" : "");
+                  b_.gpu_id, b_.gfx_target_version, engine_fault_name(f), static_cast<unsigned long long>(e.position),
+                  static_cast<unsigned long long>(e.write_position), in_ib ? " inside an indirect buffer" : "");
     e.detail = buf;
     if (!why.empty()) e.detail += ": " + why;
     if (addr != 0) {
@@ -323,12 +323,8 @@ class pm4_processor : public queue_wakeup {
     }
     e.detail += "; packet: ";
     ring::pm4::describe_packet(pkt, e.detail);
-    {
-      std::lock_guard lock(err_mu_);
-      if (!error_) error_ = std::move(e);
-    }
+    errors_.record(std::move(e));
     dead_ = true;
-    has_error_.store(true, std::memory_order_release);
     {
       std::lock_guard lock(mu_);
       std::memcpy(sh_snapshot_.data(), sh_.data(), sizeof sh_);
@@ -424,7 +420,6 @@ class pm4_processor : public queue_wakeup {
 
   std::atomic<std::uint64_t> rptr_pub_{0};
   std::atomic<std::uint64_t> dispatches_{0};
-  std::atomic<bool> has_error_{false};
 
   // Guarded by queue_wakeup::mu_: the preemption flags, stats_, sh_snapshot_.
   mutable std::condition_variable state_cv_;
@@ -434,8 +429,7 @@ class pm4_processor : public queue_wakeup {
   pm4_preemption_stats stats_{};
   std::array<std::uint32_t, 0x400> sh_snapshot_{};
 
-  mutable std::mutex err_mu_;
-  std::optional<pm4_error> error_;
+  engine_error_slot errors_;
 
   std::thread thread_;
 };

@@ -26,8 +26,8 @@
 
 #include <aqueduct/abi/sdma.hpp>
 #include <aqueduct/core/result.hpp>
-#include <aqueduct/emu/aql_processor.hpp>  // event_notifier
-#include <aqueduct/emu/host_kernel.hpp>    // vm_access
+#include <aqueduct/emu/engine_error.hpp>
+#include <aqueduct/emu/engine_ports.hpp>
 #include <aqueduct/emu/queue_wakeup.hpp>
 
 #include <atomic>
@@ -57,43 +57,7 @@ struct sdma_queue_binding {
   std::uint32_t queue_id = 0;
 };
 
-enum class sdma_fault : std::uint8_t {
-  none,
-  unsupported_packet,  // opcode / sub-op the engine model does not run (or that does not exist)
-  reserved_bits,       // bits set outside a field's width (e.g. a 30-bit count on a 22-bit engine)
-  bad_count,           // zero-length write, copy past the engine's reliable maximum, ragged dword fill
-  misaligned_address,  // FENCE/POLL dword, TIMESTAMP/ATOMIC qword alignment
-  memory_violation,    // an address not mapped to this queue's GPU
-};
-
-[[nodiscard]] constexpr const char* sdma_fault_name(sdma_fault f) noexcept {
-  switch (f) {
-    case sdma_fault::none: return "none";
-    case sdma_fault::unsupported_packet: return "unsupported packet";
-    case sdma_fault::reserved_bits: return "reserved bits set";
-    case sdma_fault::bad_count: return "bad byte count";
-    case sdma_fault::misaligned_address: return "misaligned address";
-    case sdma_fault::memory_violation: return "memory violation";
-  }
-  return "?";
-}
-
 using abi::sdma::engine_name;
-
-// Why and where the queue stopped.
-struct sdma_error {
-  sdma_fault fault = sdma_fault::none;
-  std::uint64_t packet_offset = 0;  // read pointer (bytes) at the offending packet
-  std::uint64_t write_offset = 0;   // write pointer when it stopped
-  std::uint64_t address = 0;        // first faulting byte for memory violations, else the field's address
-  std::vector<std::uint32_t> packet;  // the packet's dwords as read
-  std::string detail;               // fault, cause, queue and the packet
-
-  // device_fault for memory violations (the address is in the detail), queue_error otherwise.
-  [[nodiscard]] failure to_failure() const {
-    return failure(fault == sdma_fault::memory_violation ? errc::device_fault : errc::queue_error, detail);
-  }
-};
 
 struct sdma_engine_options {
   std::chrono::microseconds idle_poll_max{1000};  // longest sleep between doorbell polls when idle
@@ -129,11 +93,9 @@ class sdma_engine : public queue_wakeup {
 
   // notify() / ring_doorbell(v) (queue_wakeup) wake the engine: the model of it noticing a
   // doorbell write. The work itself is found through the write pointer.
-  [[nodiscard]] bool has_error() const noexcept { return has_error_.load(std::memory_order_acquire); }
-  [[nodiscard]] std::optional<sdma_error> error() const {
-    std::lock_guard lock(err_mu_);
-    return error_;
-  }
+  [[nodiscard]] bool has_error() const noexcept { return errors_.has_error(); }
+  // Why the queue stopped (engine_kind::sdma; position = the packet's read pointer in bytes).
+  [[nodiscard]] std::optional<engine_error> error() const { return errors_.error(); }
   [[nodiscard]] std::uint64_t read_offset() const noexcept { return rptr_.load(std::memory_order_acquire); }
   [[nodiscard]] const sdma_queue_binding& binding() const noexcept { return b_; }
   // Bytes moved by COPY_LINEAR and CONSTANT_FILL so far.
@@ -206,30 +168,27 @@ class sdma_engine : public queue_wakeup {
     progress_cv_.notify_all();
   }
 
-  void fail(sdma_fault f, std::uint64_t r, std::uint32_t len, std::uint64_t address, const std::string& why) {
-    sdma_error e;
+  void fail(engine_fault f, std::uint64_t r, std::uint32_t len, std::uint64_t address, const std::string& why) {
+    engine_error e;
+    e.engine = engine_kind::sdma;
     e.fault = f;
-    e.packet_offset = r;
-    e.write_offset = wptr();
+    e.position = r;
+    e.write_position = wptr();
     e.address = address;
     for (std::uint32_t i = 0; i < len && i < 16; ++i) e.packet.push_back(dw(r + 4ull * i));
     char buf[256];
     std::snprintf(buf, sizeof buf, "%s: %s%s%s at 0x%llx; %s queue %u on gpu_id %u, rptr %llu, wptr %llu; packet:",
-                  engine_name(b_.engine), sdma_fault_name(f), why.empty() ? "" : " — ", why.c_str(),
+                  engine_name(b_.engine), engine_fault_name(f), why.empty() ? "" : " — ", why.c_str(),
                   static_cast<unsigned long long>(address), engine_name(b_.engine), b_.queue_id, b_.gpu_id,
-                  static_cast<unsigned long long>(r), static_cast<unsigned long long>(e.write_offset));
+                  static_cast<unsigned long long>(r), static_cast<unsigned long long>(e.write_position));
     e.detail = buf;
     for (std::uint32_t v : e.packet) {
       std::snprintf(buf, sizeof buf, " %08x", v);
       e.detail += buf;
     }
+    errors_.record(std::move(e));
     {
-      std::lock_guard lock(err_mu_);
-      error_ = std::move(e);
-    }
-    {
-      std::lock_guard lock(mu_);
-      has_error_.store(true, std::memory_order_release);
+      std::lock_guard lock(mu_);  // pairs with wait_idle's predicate check
     }
     progress_cv_.notify_all();
   }
@@ -266,9 +225,7 @@ class sdma_engine : public queue_wakeup {
   std::uint32_t poll_tries_ = 0;  // polls of the current POLL_REGMEM (engine thread only)
 
   mutable std::condition_variable progress_cv_;  // with queue_wakeup::mu_
-  std::atomic<bool> has_error_{false};
-  mutable std::mutex err_mu_;
-  std::optional<sdma_error> error_;
+  engine_error_slot errors_;
   std::thread thread_;
 };
 
@@ -303,7 +260,7 @@ inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
   }
   if (avail < len) return false;
   const std::uint64_t next = r + 4ull * len;
-  auto bad_packet = [&](sdma_fault f, std::uint64_t a, const std::string& why) {
+  auto bad_packet = [&](engine_fault f, std::uint64_t a, const std::string& why) {
     fail(f, r, len, a, why);
     return false;
   };
@@ -313,26 +270,26 @@ inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
       break;
     case s::op::copy: {
       if (sub != s::sub_op::copy_linear)
-        return bad_packet(sdma_fault::unsupported_packet, 0, "COPY sub-op " + std::to_string(sub) + " (only LINEAR is modelled)");
+        return bad_packet(engine_fault::unsupported_packet, 0, "COPY sub-op " + std::to_string(sub) + " (only LINEAR is modelled)");
       const unsigned bits = s::count_bits(eng);
       const std::uint32_t count = at(1);
-      if (count >> bits) return bad_packet(sdma_fault::reserved_bits, 0, "COPY_LINEAR count 0x" + hex(count) + " wider than " + std::to_string(bits) + " bits");
+      if (count >> bits) return bad_packet(engine_fault::reserved_bits, 0, "COPY_LINEAR count 0x" + hex(count) + " wider than " + std::to_string(bits) + " bits");
       const std::uint64_t bytes = std::uint64_t{count} + 1;
       if (bits == 22 && bytes > s::max_copy_bytes(eng))
-        return bad_packet(sdma_fault::bad_count, 0, std::to_string(bytes) + " bytes: a 22-bit engine cannot copy more than 0x3FFF00 (Mesa)");
+        return bad_packet(engine_fault::bad_count, 0, std::to_string(bytes) + " bytes: a 22-bit engine cannot copy more than 0x3FFF00 (Mesa)");
       const std::uint64_t src = addr(3), dst = addr(5);
-      if (!check(src, bytes, bad)) return bad_packet(sdma_fault::memory_violation, bad, "COPY_LINEAR source read");
-      if (!check(dst, bytes, bad)) return bad_packet(sdma_fault::memory_violation, bad, "COPY_LINEAR destination write");
+      if (!check(src, bytes, bad)) return bad_packet(engine_fault::memory_violation, bad, "COPY_LINEAR source read");
+      if (!check(dst, bytes, bad)) return bad_packet(engine_fault::memory_violation, bad, "COPY_LINEAR destination write");
       std::memmove(vm_.host_address(dst), vm_.host_address(src), bytes);
       moved_.fetch_add(bytes, std::memory_order_relaxed);
       break;
     }
     case s::op::write: {
-      if (sub != s::sub_op::write_linear) return bad_packet(sdma_fault::unsupported_packet, 0, "WRITE sub-op " + std::to_string(sub));
+      if (sub != s::sub_op::write_linear) return bad_packet(engine_fault::unsupported_packet, 0, "WRITE sub-op " + std::to_string(sub));
       const std::uint64_t dst = addr(1);
       const std::uint64_t bytes = 4ull * (len - s::write_untiled::head_dwords);
-      if (dst % 4) return bad_packet(sdma_fault::misaligned_address, dst, "WRITE_UNTILED destination");
-      if (!check(dst, bytes, bad)) return bad_packet(sdma_fault::memory_violation, bad, "WRITE_UNTILED destination");
+      if (dst % 4) return bad_packet(engine_fault::misaligned_address, dst, "WRITE_UNTILED destination");
+      if (!check(dst, bytes, bad)) return bad_packet(engine_fault::memory_violation, bad, "WRITE_UNTILED destination");
       auto* out = static_cast<std::uint32_t*>(vm_.host_address(dst));
       for (std::uint32_t i = s::write_untiled::head_dwords; i < len; ++i)
         std::atomic_ref<std::uint32_t>(out[i - s::write_untiled::head_dwords]).store(at(i), std::memory_order_relaxed);
@@ -341,14 +298,14 @@ inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
     case s::op::const_fill: {
       const unsigned bits = s::fill_count_bits(eng);
       const std::uint32_t count = at(4);
-      if (count >> bits) return bad_packet(sdma_fault::reserved_bits, 0, "CONSTANT_FILL count 0x" + hex(count) + " wider than " + std::to_string(bits) + " bits");
+      if (count >> bits) return bad_packet(engine_fault::reserved_bits, 0, "CONSTANT_FILL count 0x" + hex(count) + " wider than " + std::to_string(bits) + " bits");
       const std::uint64_t bytes = std::uint64_t{count} + 1, dst = addr(1);
       const std::uint32_t size = s::constant_fill::fillsize::get(h), value = at(3);
       if (size != s::constant_fill::fillsize_byte && size != s::constant_fill::fillsize_dword)
-        return bad_packet(sdma_fault::unsupported_packet, 0, "CONSTANT_FILL FILLSIZE " + std::to_string(size));
+        return bad_packet(engine_fault::unsupported_packet, 0, "CONSTANT_FILL FILLSIZE " + std::to_string(size));
       if (size == s::constant_fill::fillsize_dword && (bytes % 4 || dst % 4))
-        return bad_packet(sdma_fault::bad_count, dst, "dword fill of " + std::to_string(bytes) + " bytes");
-      if (!check(dst, bytes, bad)) return bad_packet(sdma_fault::memory_violation, bad, "CONSTANT_FILL destination");
+        return bad_packet(engine_fault::bad_count, dst, "dword fill of " + std::to_string(bytes) + " bytes");
+      if (!check(dst, bytes, bad)) return bad_packet(engine_fault::memory_violation, bad, "CONSTANT_FILL destination");
       auto* out = static_cast<unsigned char*>(vm_.host_address(dst));
       if (size == s::constant_fill::fillsize_byte) {
         std::memset(out, static_cast<int>(value & 0xFF), bytes);
@@ -360,8 +317,8 @@ inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
     }
     case s::op::fence: {
       const std::uint64_t a = addr(1);
-      if (a % 4) return bad_packet(sdma_fault::misaligned_address, a, "FENCE address");
-      if (!check(a, 4, bad)) return bad_packet(sdma_fault::memory_violation, bad, "FENCE write");
+      if (a % 4) return bad_packet(engine_fault::misaligned_address, a, "FENCE address");
+      if (!check(a, 4, bad)) return bad_packet(engine_fault::memory_violation, bad, "FENCE write");
       std::atomic_ref<std::uint32_t>(*static_cast<std::uint32_t*>(vm_.host_address(a))).store(at(3), std::memory_order_release);
       break;
     }
@@ -372,10 +329,10 @@ inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
     case s::op::poll_regmem: {
       namespace p = s::poll_regmem;
       if (p::hdp_flush::get(h)) break;  // no HDP in the emulator: the flush is done at once
-      if (!p::mem_poll::get(h)) return bad_packet(sdma_fault::unsupported_packet, 0, "POLL_REGMEM on a register");
+      if (!p::mem_poll::get(h)) return bad_packet(engine_fault::unsupported_packet, 0, "POLL_REGMEM on a register");
       const std::uint64_t a = addr(1);
-      if (a % 4) return bad_packet(sdma_fault::misaligned_address, a, "POLL_REGMEM address");
-      if (!check(a, 4, bad)) return bad_packet(sdma_fault::memory_violation, bad, "POLL_REGMEM read");
+      if (a % 4) return bad_packet(engine_fault::misaligned_address, a, "POLL_REGMEM address");
+      if (!check(a, 4, bad)) return bad_packet(engine_fault::memory_violation, bad, "POLL_REGMEM read");
       const std::uint32_t v =
           std::atomic_ref<std::uint32_t>(*static_cast<std::uint32_t*>(vm_.host_address(a))).load(std::memory_order_acquire) & at(4);
       const std::uint32_t ref = at(3);
@@ -388,7 +345,7 @@ inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
         case p::function::not_equal: pass = v != ref; break;
         case p::function::greater_equal: pass = v >= ref; break;
         case p::function::greater: pass = v > ref; break;
-        default: return bad_packet(sdma_fault::reserved_bits, 0, "POLL_REGMEM FUNC 7");
+        default: return bad_packet(engine_fault::reserved_bits, 0, "POLL_REGMEM FUNC 7");
       }
       const std::uint32_t retries = p::retry_count::get(at(5));
       if (!pass && (retries == p::retry_forever || poll_tries_ < retries)) {
@@ -400,10 +357,10 @@ inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
     }
     case s::op::timestamp: {
       if (sub != s::sub_op::timestamp_get && sub != s::sub_op::timestamp_get_global)
-        return bad_packet(sdma_fault::unsupported_packet, 0, "TIMESTAMP sub-op " + std::to_string(sub));
+        return bad_packet(engine_fault::unsupported_packet, 0, "TIMESTAMP sub-op " + std::to_string(sub));
       const std::uint64_t a = addr(1);
-      if (a % s::timestamp::addr_alignment) return bad_packet(sdma_fault::misaligned_address, a, "TIMESTAMP address [31:3]");
-      if (!check(a, 8, bad)) return bad_packet(sdma_fault::memory_violation, bad, "TIMESTAMP write");
+      if (a % s::timestamp::addr_alignment) return bad_packet(engine_fault::misaligned_address, a, "TIMESTAMP address [31:3]");
+      if (!check(a, 8, bad)) return bad_packet(engine_fault::memory_violation, bad, "TIMESTAMP write");
       std::atomic_ref<std::uint64_t>(*static_cast<std::uint64_t*>(vm_.host_address(a)))
           .store(events_.timestamp(), std::memory_order_release);
       break;
@@ -411,18 +368,18 @@ inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
     case s::op::atomic: {
       const std::uint32_t aop = s::atomic::atomic_op::get(h);
       if (aop != s::atomic::op_add64 || s::atomic::loop::get(h))
-        return bad_packet(sdma_fault::unsupported_packet, 0, "ATOMIC op " + std::to_string(aop) + (s::atomic::loop::get(h) ? " with LOOP" : "") + " (only ADD64 is modelled)");
+        return bad_packet(engine_fault::unsupported_packet, 0, "ATOMIC op " + std::to_string(aop) + (s::atomic::loop::get(h) ? " with LOOP" : "") + " (only ADD64 is modelled)");
       const std::uint64_t a = addr(1);
-      if (a % 8) return bad_packet(sdma_fault::misaligned_address, a, "ATOMIC address");
-      if (!check(a, 8, bad)) return bad_packet(sdma_fault::memory_violation, bad, "ATOMIC");
+      if (a % 8) return bad_packet(engine_fault::misaligned_address, a, "ATOMIC address");
+      if (!check(a, 8, bad)) return bad_packet(engine_fault::memory_violation, bad, "ATOMIC");
       std::atomic_ref<std::uint64_t>(*static_cast<std::uint64_t*>(vm_.host_address(a))).fetch_add(addr(3), std::memory_order_acq_rel);
       break;
     }
     case s::op::gcr_req:
-      if (!s::has_gcr_req(eng)) return bad_packet(sdma_fault::unsupported_packet, 0, "op 17 on SDMA 4");
+      if (!s::has_gcr_req(eng)) return bad_packet(engine_fault::unknown_opcode, 0, "op 17 on SDMA 4");
       break;  // caches are coherent in the emulator
     default:
-      return bad_packet(sdma_fault::unsupported_packet, 0, "opcode " + std::to_string(static_cast<unsigned>(op)));
+      return bad_packet(engine_fault::unknown_opcode, 0, "opcode " + std::to_string(static_cast<unsigned>(op)));
   }
   advance(next);
   return true;

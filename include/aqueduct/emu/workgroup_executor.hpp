@@ -18,6 +18,7 @@
 #include <aqueduct/abi/aql.hpp>
 #include <aqueduct/abi/kernel_descriptor.hpp>
 #include <aqueduct/arch/family.hpp>
+#include <aqueduct/emu/engine_error.hpp>
 #include <aqueduct/emu/host_kernel.hpp>
 #include <aqueduct/emu/isa/gfx11_interpreter.hpp>
 #include <aqueduct/emu/wave_state.hpp>
@@ -163,5 +164,15 @@ class workgroup_executor {
   std::uint64_t isa_serial_ = 0;
   char pcbuf_[40] = {};
 };
+
+// The engine fault a workgroup fault stops its queue with (every engine reports them alike).
+[[nodiscard]] constexpr engine_fault engine_fault_of(workgroup_fault::kind k) noexcept {
+  switch (k) {
+    case workgroup_fault::kind::memory_violation: return engine_fault::memory_violation;
+    case workgroup_fault::kind::shader_exception: return engine_fault::shader_exception;
+    case workgroup_fault::kind::kernel_exception: break;
+  }
+  return engine_fault::host_kernel_exception;
+}
 
 }  // namespace aqueduct::emu

@@ -1,0 +1,41 @@
+// aqueduct/emu/engine_ports.hpp — what an emulated engine (AQL, PM4 or SDMA) is given of its device:
+// the GPU VM of its queue and the interrupt line.
+//
+// Layer: emu. Every engine depends on these two small interfaces and on nothing else of the
+// device, so a test can run an engine over memory of its own (tests/support/emu_ports.hpp) and
+// emu::device runs it over its VM and event table (emu/queue_engine.hpp).
+//   * `vm_access`: is [va, va+len) mapped for this queue's GPU, and where is it in this process.
+//     The emulator maps GPU VAs at the same host address (identity), the default; a device that
+//     does not can override `host_address`.
+//   * `event_notifier`: raises the interrupt of a KFD event (emu::device::signal_event) and gives
+//     the GPU clock the engines write into timestamps.
+// Thread safety: implementations are called from engine threads concurrently.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace aqueduct::emu {
+
+class vm_access {
+ public:
+  virtual ~vm_access() = default;
+  [[nodiscard]] virtual bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept = 0;
+  [[nodiscard]] virtual void* host_address(std::uint64_t va) const noexcept {
+    return reinterpret_cast<void*>(static_cast<std::uintptr_t>(va));
+  }
+};
+
+class event_notifier {
+ public:
+  virtual ~event_notifier() = default;
+  virtual void signal_event(std::uint32_t event_id) noexcept = 0;
+  // Timestamps written to profiled completion signals and by timestamp packets (ns of a steady
+  // clock by default).
+  [[nodiscard]] virtual std::uint64_t timestamp() const noexcept {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  }
+};
+
+}  // namespace aqueduct::emu
