@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   // The emulated MEC's preemption timer: a knob of the emulated device (its engines start with
   // the queues CREATE_QUEUE accepts).
   auto engines = sys->emulator()->get_engine_options();
-  engines.pm4.preempt_interval = std::chrono::microseconds(preempt_us);
+  engines.pm4.preemption.interval = std::chrono::microseconds(preempt_us);
   sys->emulator()->set_engine_options(engines);
   auto q = gpu.try_make_queue(aq::pm4);
   if (!q) return fail("creating the PM4 queue", q.detail());

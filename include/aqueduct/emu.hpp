@@ -14,9 +14,6 @@
 #include <aqueduct/emu/gpu_vm.hpp>
 #include <aqueduct/emu/host_kernel.hpp>
 #include <aqueduct/emu/machine_config.hpp>
-#include <aqueduct/emu/pm4_dispatch.hpp>
-#include <aqueduct/emu/pm4_packets.hpp>
-#include <aqueduct/emu/pm4_preemption.hpp>
 #include <aqueduct/emu/pm4_processor.hpp>
 #include <aqueduct/emu/presets.hpp>
 #include <aqueduct/emu/queue_engine.hpp>

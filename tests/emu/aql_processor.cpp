@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -55,9 +56,13 @@ struct queue_fixture {
   std::unique_ptr<abi::aql_slot[], aligned_deleter> ring = gpu_alloc<abi::aql_slot>(vm, slots, 4096);
   std::unique_ptr<abi::amd_queue[], aligned_deleter> q = gpu_alloc<abi::amd_queue>(vm, 1, 64);
   std::unique_ptr<emu::aql_processor> proc;
+  std::unique_ptr<std::byte[], aligned_deleter> cwsr;  // the CWSR area, when the node is given
   std::uint64_t write_index = 0;
 
-  explicit queue_fixture(arch::family fam = arch::family::gfx11, emu::aql_processor_options opt = {}) {
+  // `node`: give the queue a CWSR area of exactly the size the kernel computes for it
+  // (arch::kernel_cwsr_sizes, spec/kfd.md §1.3), so it can be preempted.
+  explicit queue_fixture(arch::family fam = arch::family::gfx11, emu::aql_processor_options opt = {},
+                         std::optional<arch::cwsr_inputs> node = std::nullopt) {
     for (std::size_t i = 0; i < slots; ++i) {
       const std::uint32_t invalid = static_cast<std::uint32_t>(abi::packet_type::invalid);
       std::memcpy(ring[i].bytes, &invalid, 4);
@@ -67,11 +72,18 @@ struct queue_fixture {
     emu::aql_queue_binding b;
     b.ring_va = va(ring.get());
     b.ring_bytes = slots * 64;
-    b.read_index_va = va(&q[0].read_dispatch_id);
-    b.write_index_va = va(&q[0].write_dispatch_id);
+    b.read_pointer_va = va(&q[0].read_dispatch_id);
+    b.write_pointer_va = va(&q[0].write_dispatch_id);
     b.amd_queue_va = va(q.get());
     b.family = fam;
     b.queue_id = 7;
+    if (node) {
+      const arch::cwsr_sizes k = arch::kernel_cwsr_sizes(*node);
+      cwsr = gpu_alloc<std::byte>(vm, k.cwsr_size, 4096);
+      b.cwsr = {va(cwsr.get()), k.cwsr_size, k.ctl_stack_size};
+      b.node = *node;
+      b.gfx_target_version = node->gfx_target_version;
+    }
     auto r = emu::aql_processor::try_create(b, vm, events, registry, std::move(opt));
     REQUIRE(r.has_value());
     proc = std::move(*r);
@@ -740,7 +752,7 @@ TEST_CASE("try_create rejects a ring that is not mapped or not a power of two") 
   emu::aql_queue_binding b;
   b.ring_va = va(ring.get());
   b.ring_bytes = 48 * 64;  // not a power of two
-  b.read_index_va = va(&q[0].read_dispatch_id);
+  b.read_pointer_va = va(&q[0].read_dispatch_id);
   auto r = emu::aql_processor::try_create(b, vm, ev, emu::host_kernel_registry{});
   CHECK_FALSE(r.has_value());
   b.ring_bytes = 32 * 64;
@@ -831,4 +843,106 @@ TEST_CASE("concurrent workgroups get disjoint scratch wave offsets") {
   std::lock_guard l(mu);
   CHECK(max_live_workgroups >= 2);  // the workers did overlap, so the check below means something
   CHECK(collisions == 0);
+}
+
+// ---- preemption through the CWSR area (the same preemptor as the PM4 engine's) ----------------------
+namespace {
+// A small gfx1100 node: 4 SIMDs of 2 per CU = 2 CUs, 32 wave slots each = 64 resident waves
+// (spec/kfd.md §1.3: 32 waves per CU on GFX10+), so a save holds at most 64 one-wave workgroups.
+constexpr arch::cwsr_inputs small_node{110000, 4, 2, 1, 1, 1, 64};
+}  // namespace
+
+TEST_CASE("AQL preemption on demand: the resident workgroups resume from the saved area (an edited save changes the result)") {
+  emu::aql_processor_options opt;
+  opt.workers = 1;
+  queue_fixture f(arch::family::gfx11, opt, small_node);
+  REQUIRE(f.proc->cwsr_capacity().has_value());
+  std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+  std::vector<std::unique_ptr<abi::amd_signal[], aligned_deleter>> sigs;
+  vadd_setup d(f.vm), other(f.vm);  // two kernarg blocks, each with its own arrays
+  std::atomic<int> ran{0};
+  f.registry.add("vadd", [&](emu::workgroup_context& wg) {
+    vadd_kernel(wg);
+    if (ran.fetch_add(1) == 3) {  // served once this workgroup ends: the worker claims no more meanwhile
+      f.proc->request_preemption();
+      std::this_thread::sleep_for(100ms);
+    }
+  });
+  const auto ko = make_kernel_object(f.vm, kos, descriptor(vadd_props, 4, sizeof(vadd_args)), "vadd");
+  auto* sig = make_signal(f.vm, sigs, 1);
+  f.submit(dispatch_1d(ko, va(d.args.get()), vadd_setup::n, 64, va(sig)));  // 16 one-wave workgroups
+  REQUIRE(f.proc->wait_preempted(5000ms));
+  // The area holds the workgroups W..15 not yet run (one wave64 each): a control stack of
+  // 12 bytes per wave + 8 below ctl_stack_size, the records from ctl_stack_size up.
+  const arch::cwsr_sizes k = arch::kernel_cwsr_sizes(small_node);
+  abi::kfd::user_context_save_area_header h;
+  std::memcpy(&h, f.cwsr.get(), sizeof h);
+  std::byte* rec = f.cwsr.get() + k.ctl_stack_size;
+  emu::cwsr_wave_record_head head;
+  std::memcpy(&head, rec, sizeof head);
+  REQUIRE(head.magic == emu::cwsr_wave_magic);
+  const std::uint64_t w = head.workgroup;
+  CHECK(w >= 4);
+  REQUIRE(w < 16);
+  CHECK(ran.load() == static_cast<int>(w));
+  CHECK(head.dispatch == 0);  // the packet index
+  CHECK(h.control_stack_size == (16 - w) * 12 + 8);
+  CHECK(h.wave_state_offset == k.ctl_stack_size);
+  CHECK(load(sig) == 1);  // not complete while off the hardware
+  // Point workgroup W's kernarg SGPRs s[2:3] at the other block.
+  const std::uint64_t alt = va(other.args.get());
+  std::uint32_t s23[2] = {static_cast<std::uint32_t>(alt), static_cast<std::uint32_t>(alt >> 32)};
+  std::memcpy(rec + sizeof head + 4 * vadd_kernarg_sgpr, s23, sizeof s23);
+  f.proc->resume();
+  REQUIRE(f.proc->wait_retired(1, 5s));
+  CHECK(load(sig) == 0);
+  for (std::uint32_t i = 0; i < vadd_setup::n; ++i) {
+    const bool in_w = i / 64 == w;
+    const float want = static_cast<float>(i) + (0.5f * static_cast<float>(i) + 3.0f);
+    CHECK(d.c[i] == (in_w ? -1.0f : want));
+    CHECK(other.c[i] == (in_w ? want : -1.0f));
+  }
+  CHECK(f.proc->preemption_stats().preemptions == 1);
+  CHECK(f.proc->preemption_stats().waves_saved == 16 - w);
+  CHECK_FALSE(f.proc->has_error());
+}
+
+TEST_CASE("AQL stress preemption every 3 workgroups across several dispatches in flight: every result right") {
+  emu::aql_processor_options opt;
+  opt.workers = 2;
+  opt.preemption.every_workgroups = 3;
+  queue_fixture f(arch::family::gfx11, opt, small_node);
+  std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+  std::vector<std::unique_ptr<abi::amd_signal[], aligned_deleter>> sigs;
+  f.registry.add("vadd", [](emu::workgroup_context& wg) {
+    vadd_kernel(wg);
+    std::this_thread::sleep_for(200us);  // slow enough that dispatches are still in flight at each preemption
+  });
+  const auto ko = make_kernel_object(f.vm, kos, descriptor(vadd_props, 4, sizeof(vadd_args)), "vadd");
+  std::vector<std::unique_ptr<vadd_setup>> data;
+  auto* sig = make_signal(f.vm, sigs, 4);
+  for (int k = 0; k < 4; ++k) {
+    data.push_back(std::make_unique<vadd_setup>(f.vm));
+    f.submit(dispatch_1d(ko, va(data.back()->args.get()), vadd_setup::n, 16, va(sig)));  // 63 workgroups each
+  }
+  REQUIRE(f.proc->wait_retired(4, 20s));
+  CHECK_FALSE(f.proc->has_error());
+  CHECK(load(sig) == 0);
+  for (const auto& d : data) CHECK(d->mismatches() == 0);
+  const auto st = f.proc->preemption_stats();
+  CHECK(st.preemptions >= 2);
+  CHECK(st.waves_saved > 0);
+  CHECK(st.max_ctl_bytes <= 64 * 12 + 8 + 40);  // never more than the node's 64 wave slots
+}
+
+TEST_CASE("AQL queue without a CWSR area: a preemption hangs it (device_hang), nothing is lost silently") {
+  queue_fixture f;  // no area: ctx_save_restore_address 0
+  CHECK_FALSE(f.proc->cwsr_capacity().has_value());
+  f.proc->request_preemption();
+  for (int i = 0; i < 500 && !f.proc->has_error(); ++i) std::this_thread::sleep_for(2ms);
+  REQUIRE(f.proc->has_error());
+  const auto e = f.proc->error();
+  CHECK(e->fault == emu::engine_fault::cwsr_save_failed);
+  CHECK(e->to_failure() == aqueduct::errc::device_hang);
+  CHECK(e->detail.find("no save area") != std::string::npos);
 }

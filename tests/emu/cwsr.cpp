@@ -40,7 +40,7 @@ constexpr std::uint32_t block32 = 32;
 
 TEST_CASE("PRIV workaround on gfx1100: 1,000+ preemptions through the CWSR area, results correct") {
   rig_options o;
-  o.processor.preempt_every_workgroups = 1;
+  o.processor.preemption.every_workgroups = 1;
   rig r(o);
   r.registry.add("vadd", vadd_kernel);
   r.start();
@@ -69,7 +69,7 @@ TEST_CASE("PRIV workaround on gfx1100: 1,000+ preemptions through the CWSR area,
 
 TEST_CASE("without PRIV (forced by using the unaffected target's encoder), gfx1100 hangs at the first preemption") {
   rig_options o;
-  o.processor.preempt_every_workgroups = 8;
+  o.processor.preemption.every_workgroups = 8;
   SUBCASE("preempted: the queue stops; the wait reports device_hang with rptr/wptr and the stalled packet") {
     rig r(o);
     r.registry.add("vadd", vadd_kernel);
@@ -95,7 +95,7 @@ TEST_CASE("without PRIV (forced by using the unaffected target's encoder), gfx11
     CHECK(done == 8 * static_cast<int>(block32));
   }
   SUBCASE("never preempted: the same dispatch completes (the bug needs a preemption)") {
-    o.processor.preempt_every_workgroups = 0;
+    o.processor.preemption.every_workgroups = 0;
     rig r(o);
     r.registry.add("vadd", vadd_kernel);
     r.start();
@@ -137,7 +137,7 @@ TEST_CASE("an undersized CWSR area (a pre-6.12 kernel accepted it) is detected a
     o.ctl_stack_size = k.ctl;
     o.ctx_save_restore_size = k.ctx;
     o.cwsr_mapped_bytes = k.mapped;
-    o.processor.preempt_every_workgroups = 16;
+    o.processor.preemption.every_workgroups = 16;
     rig r(o);
     r.registry.add("vadd", vadd_kernel);
     r.start();
@@ -206,7 +206,7 @@ TEST_CASE("preemption on demand: the saved state is what resumes (an edited save
 
 TEST_CASE("stress knob: preemption on a timer while a dispatch runs") {
   rig_options o;
-  o.processor.preempt_interval = 200us;
+  o.processor.preemption.interval = 200us;
   rig r(o);
   r.registry.add("slow_vadd", [](emu::workgroup_context& wg) {
     vadd_kernel(wg);

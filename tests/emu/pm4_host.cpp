@@ -122,7 +122,7 @@ aq::result<void> run_vadd(machine& m, kfd::queue_resources<cdev>& res, std::uint
 
 TEST_CASE("emu::device: a processor per PM4 queue created through kfd/, stopped inside DESTROY_QUEUE") {
   emu::pm4_processor_options opt;
-  opt.preempt_every_workgroups = 5;
+  opt.preemption.every_workgroups = 5;
   machine m(emu::machine_config::parse("rx7900xtx"), opt);
   kfd::queue_options o;
   o.ring_size = aq::byte_count(16384);
@@ -157,7 +157,7 @@ TEST_CASE("a CWSR area one page short: EINVAL on a 6.12+ kernel; on an older ker
     auto cfg = emu::machine_config::parse("rx7900xtx");
     cfg.kernel = emu::kernel_lenient;
     emu::pm4_processor_options opt;
-    opt.preempt_every_workgroups = 16;
+    opt.preemption.every_workgroups = 16;
     machine m(std::move(cfg), opt);
     auto res = m.make(o);
     REQUIRE_MESSAGE(res.has_value(), res.detail());

@@ -195,8 +195,8 @@ TEST_CASE("the same kernel gives the same result through an AQL queue and a PM4 
   emu::aql_queue_binding b;
   b.ring_va = va(ring.get());
   b.ring_bytes = 16 * 64;
-  b.read_index_va = va(&amdq[0].read_dispatch_id);
-  b.write_index_va = va(&amdq[0].write_dispatch_id);
+  b.read_pointer_va = va(&amdq[0].read_dispatch_id);
+  b.write_pointer_va = va(&amdq[0].write_dispatch_id);
   b.amd_queue_va = va(amdq.get());
   b.family = arch::family::gfx11;
   auto aqlp = emu::aql_processor::create(b, r.vm, r.events, r.registry);

@@ -75,8 +75,8 @@ struct fixture {
     emu::aql_queue_binding b;
     b.ring_va = reinterpret_cast<std::uintptr_t>(ring);
     b.ring_bytes = 64ull * size;
-    b.read_index_va = reinterpret_cast<std::uintptr_t>(&desc->read_dispatch_id);
-    b.write_index_va = reinterpret_cast<std::uintptr_t>(&desc->write_dispatch_id);
+    b.read_pointer_va = reinterpret_cast<std::uintptr_t>(&desc->read_dispatch_id);
+    b.write_pointer_va = reinterpret_cast<std::uintptr_t>(&desc->write_dispatch_id);
     b.amd_queue_va = reinterpret_cast<std::uintptr_t>(desc);
     proc = emu::aql_processor::create(b, vm, notifier, registry, std::move(opt));
   }

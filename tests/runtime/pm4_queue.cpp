@@ -96,7 +96,7 @@ TEST_CASE("preemption stress through the runtime's CWSR area: results stay corre
   auto vadd = exe.try_get_untyped_kernel("vadd");
   REQUIRE(vadd.has_value());
   auto engines = sys.emulator()->get_engine_options();
-  engines.pm4.preempt_every_workgroups = 3;
+  engines.pm4.preemption.every_workgroups = 3;
   sys.emulator()->set_engine_options(engines);  // for the queues created from now on
   auto q = gpu.make_queue(rt::pm4);
   vadd_run v(gpu, 64 * 300);
@@ -114,7 +114,7 @@ TEST_CASE("PRIV wrong on gfx1100 (test-only hook): the runtime's wait reports de
   auto vadd = exe.try_get_untyped_kernel("vadd");
   REQUIRE(vadd.has_value());
   auto engines = sys.emulator()->get_engine_options();
-  engines.pm4.preempt_every_workgroups = 4;
+  engines.pm4.preemption.every_workgroups = 4;
   engines.pm4.test_force_rsrc1_priv = false;
   sys.emulator()->set_engine_options(engines);
   rt::pm4_queue_options o;

@@ -382,6 +382,12 @@ inline constexpr unsigned long amdkfd_ioc_set_xnack_mode = iowr<set_xnack_mode_a
 inline constexpr unsigned long amdkfd_ioc_available_memory = iowr<get_available_memory_args>(0x23);
 inline constexpr unsigned long amdkfd_ioc_export_dmabuf = iowr<export_dmabuf_args>(0x24);
 inline constexpr unsigned long amdkfd_ioc_runtime_enable = iowr<runtime_enable_args>(0x25);
+// The deprecated debugger ioctls keep their numbers (kfd_ioctl.h *_DEPRECATED); the kernel answers
+// -EPERM. Their argument structs are not described here: no caller needs them.
+inline constexpr unsigned nr_dbg_register_deprecated = 0x0D;
+inline constexpr unsigned nr_dbg_unregister_deprecated = 0x0E;
+inline constexpr unsigned nr_dbg_address_watch_deprecated = 0x0F;
+inline constexpr unsigned nr_dbg_wave_control_deprecated = 0x10;
 
 // The kernel name of a request (by its nr, as the kernel dispatches: spec/kfd.md §2.1), e.g.
 // "AMDKFD_IOC_CREATE_QUEUE"; "AMDKFD_IOC_?" for an nr outside the table or a type other than 'K'.

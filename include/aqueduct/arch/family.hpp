@@ -259,6 +259,11 @@ struct tmpring_size_layout {
 
 }  // namespace detail
 
+// The compute SH registers every family has at the same absolute dword address (gfx9–gfx12), by
+// name: what a decoder of PM4 streams (the emulated MEC) reads without knowing the family's tag.
+// Family-specific registers (RSRC3, the checksum register) are only in the tags' `regs`.
+using compute_regs = detail::compute_regs_common;
+
 // ---------------------------------------------------------------- family tags
 // Common members of every tag; see the concept `family_tag` below for the full list.
 struct gfx9_tag {

@@ -4,9 +4,10 @@
 // (DESIGN.md §4, spec/packets.md §5.5): it reads the slot at its read index as soon as the
 // header (dword 0, acquire load) is valid — before the doorbell if it likes — honours the
 // barrier bit (a packet with it is not launched before every earlier packet has completed),
-// launches kernel dispatches onto a small worker pool (one host call per workgroup,
-// emu/host_kernel.hpp), and runs barrier-AND, barrier-OR and AMD barrier-value packets (a barrier
-// packet holds the queue until it is satisfied).
+// launches kernel dispatches onto a small worker pool (one workgroup executor per thread,
+// emu/workgroup_executor.hpp; the packet is checked and planned by emu/detail/aql_dispatch.hpp),
+// and runs barrier-AND, barrier-OR and AMD barrier-value packets (a barrier packet holds the
+// queue until it is satisfied).
 // Launch and completion are two events, as on hardware:
 //   launch: the packet is copied out of its slot, the header set to INVALID (release) and the
 //     read index advanced (release) — the slot is the producer's again. The HSA specification
@@ -19,27 +20,34 @@
 //     event notified (mailbox write of event_id, then `event_notifier::signal_event`). Packets
 //     without the barrier bit complete in any order (a short kernel after a long one completes
 //     first), as on hardware.
-// A malformed packet stops the queue in an error state (`error()`, with the packet decoded);
+// A malformed packet stops the queue with an engine_error (`error()`, the packet decoded);
 // nothing is thrown into the process. A faulting dispatch stops the queue: nothing completes
-// after it. Adversarial mode spins on the header and re-reads the body after a pause: a body
-// written after its header is reported (and ThreadSanitizer sees the racing plain stores).
+// after it.
+// Preemption (emu/detail/cwsr_preemptor.hpp, the same preemptor as the PM4 engine's): on demand
+// (`request_preemption` / `resume`) or by a stress knob, the workers finish the workgroups they
+// are running, the next workgroups of the dispatches in flight are saved to the queue's CWSR area,
+// the queue stays off, and the saved workgroups then run from the state read back from that area.
+// Adversarial mode spins on the header and re-reads the body after a pause: a body written
+// after its header is reported (and ThreadSanitizer sees the racing plain stores).
 //
-// It depends only on three small interfaces: `vm_access` (is a range mapped, where is it),
-// `event_notifier`, and `aql_queue_binding` (where the ring and the read/write indexes are).
-// Thread safety: ring_doorbell/notify/error/read_index/completed/wait_retired may be called from
-// any thread. The vm_access, event_notifier and registry must outlive the processor.
+// It depends only on `vm_access`, `event_notifier` (emu/engine_ports.hpp) and `aql_queue_binding`.
+// Thread safety: ring_doorbell/notify/error/read_index/completed/wait_retired and the preemption
+// controls may be called from any thread. The vm_access, event_notifier and registry must outlive
+// the processor.
 #pragma once
 
 #include <aqueduct/abi/amd_queue.hpp>
 #include <aqueduct/abi/amd_signal.hpp>
 #include <aqueduct/abi/aql.hpp>
-#include <aqueduct/abi/kernel_descriptor.hpp>
 #include <aqueduct/arch/family.hpp>
 #include <aqueduct/config.hpp>
 #include <aqueduct/core/result.hpp>
+#include <aqueduct/emu/detail/aql_dispatch.hpp>
+#include <aqueduct/emu/detail/cwsr_preemptor.hpp>
 #include <aqueduct/emu/engine_error.hpp>
 #include <aqueduct/emu/engine_ports.hpp>
 #include <aqueduct/emu/host_kernel.hpp>
+#include <aqueduct/emu/queue_binding.hpp>
 #include <aqueduct/emu/queue_wakeup.hpp>
 #include <aqueduct/emu/wave_state.hpp>
 #include <aqueduct/emu/workgroup_executor.hpp>
@@ -63,16 +71,11 @@
 
 namespace aqueduct::emu {
 
-// Where a queue's memory is (from KFD create_queue: ring base/size, read/write pointers).
-struct aql_queue_binding {
-  std::uint64_t ring_va = 0;
-  std::uint64_t ring_bytes = 0;       // power of two, multiple of 64
-  std::uint64_t read_index_va = 0;    // u64 the processor writes (amd_queue.read_dispatch_id)
-  std::uint64_t write_index_va = 0;   // u64 the producer writes; read for diagnostics only (0: unknown)
-  std::uint64_t amd_queue_va = 0;     // 0 if unknown: queue ptr SGPRs, scratch SRD, profiling flag
-  arch::family family = arch::family::gfx11;
-  std::uint32_t gpu_id = 0;
-  std::uint32_t queue_id = 0;
+// Where an AQL queue's memory is: CREATE_QUEUE's read/write pointers are the amd_queue's
+// read_dispatch_id / write_dispatch_id (packet indexes; the write pointer is read for
+// diagnostics only and may be 0), the ring a power-of-two multiple of 64 bytes.
+struct aql_queue_binding : compute_queue_binding {
+  std::uint64_t amd_queue_va = 0;  // 0 if unknown: queue ptr SGPRs, scratch SRD, profiling flag
 };
 
 struct aql_processor_options {
@@ -86,6 +89,7 @@ struct aql_processor_options {
   // packets that follow closely are taken without a sleep, and their doorbells wake nobody.
   std::chrono::microseconds idle_spin{20};
   std::chrono::microseconds adversarial_recheck{300};  // pause before re-reading a body
+  preemption_options preemption{};                    // stress knobs (detail/cwsr_preemptor.hpp)
   // Called for every packet before it runs (e.g. a sequence number in reserved2 or kernarg);
   // false stops the queue with sequence_check_failed. Runs on the processor thread, once per
   // packet (a stalled barrier packet is not re-checked).
@@ -109,9 +113,9 @@ class aql_processor : public queue_wakeup {
       return failure(errc::invalid_argument, "AQL ring size must be a power-of-two multiple of 64 bytes");
     if (b.ring_va % abi::aql_packet_size != 0 || !vm.is_mapped(b.ring_va, b.ring_bytes))
       return failure(errc::invalid_argument, "AQL ring is not mapped or not 64-byte aligned");
-    if (b.read_index_va % 8 != 0 || !vm.is_mapped(b.read_index_va, 8))
+    if (b.read_pointer_va % 8 != 0 || !vm.is_mapped(b.read_pointer_va, 8))
       return failure(errc::invalid_argument, "AQL read index is not mapped or not 8-byte aligned");
-    if (b.write_index_va != 0 && (b.write_index_va % 8 != 0 || !vm.is_mapped(b.write_index_va, 8)))
+    if (b.write_pointer_va != 0 && (b.write_pointer_va % 8 != 0 || !vm.is_mapped(b.write_pointer_va, 8)))
       return failure(errc::invalid_argument, "AQL write index is not mapped or not 8-byte aligned");
     if (b.amd_queue_va != 0 && (b.amd_queue_va % abi::amd_queue_align != 0 || !vm.is_mapped(b.amd_queue_va, sizeof(abi::amd_queue))))
       return failure(errc::invalid_argument, "amd_queue is not mapped or not 64-byte aligned");
@@ -151,29 +155,31 @@ class aql_processor : public queue_wakeup {
     return ok;
   }
 
+  // ---- preemption on demand (detail/cwsr_preemptor.hpp) ---------------------------------------
+  void request_preemption() noexcept {
+    preemptor_.request();
+    notify();
+  }
+  void resume() noexcept { preemptor_.resume(); }
+  bool wait_preempted(std::chrono::milliseconds timeout) const { return preemptor_.wait_preempted(timeout); }
+  [[nodiscard]] emu::preemption_stats preemption_stats() const { return preemptor_.stats(); }
+  [[nodiscard]] const result<void>& cwsr_capacity() const noexcept { return preemptor_.capacity(); }
+
   // Stops and joins every thread. In-flight workgroups finish; unlaunched packets stay.
   void stop() noexcept {
+    preemptor_.halt();
     if (!request_stop()) return;
     worker_cv_.notify_all();
+    idle_cv_.notify_all();
     if (thread_.joinable()) thread_.join();
     for (auto& t : workers_)
       if (t.joinable()) t.join();
   }
 
  private:
-  struct dispatch_job;
-  struct inflight {
-    std::uint64_t index = 0;
-    abi::aql_slot packet{};
-    std::uint64_t signal = 0;  // completion signal VA
-    std::uint8_t release_scope = 0;
-    std::atomic<bool> complete{false};
-    std::shared_ptr<dispatch_job> job;  // null for barrier packets
-  };
   struct dispatch_job {
-    dispatch_plan plan;
-    std::vector<std::uint32_t> kernarg_copy;  // for kernarg preload
-    std::uint64_t total_wg = 0;
+    detail::aql_dispatch d;
+    std::uint64_t index = 0;                   // the packet (the CWSR records' dispatch key)
     std::uint64_t next_wg = 0;                 // guarded by mu_
     std::atomic<std::uint64_t> done_wg{0};
     std::atomic<bool> complete{false};  // every workgroup ran (or was skipped after a fault)
@@ -183,19 +189,29 @@ class aql_processor : public queue_wakeup {
     std::uint64_t fault_address = 0;
     std::string fault_detail;
   };
+  struct inflight {
+    std::uint64_t index = 0;
+    abi::aql_slot packet{};
+    std::uint64_t signal = 0;  // completion signal VA
+    std::uint8_t release_scope = 0;
+    std::atomic<bool> complete{false};
+    std::shared_ptr<dispatch_job> job;  // null for barrier packets
+  };
 
   aql_processor(const aql_queue_binding& b, const vm_access& vm, event_notifier& ev, const host_kernel_registry& reg,
                 aql_processor_options opt)
-      : b_(b), vm_(vm), events_(ev), registry_(reg), opt_(std::move(opt)) {
+      : b_(b), vm_(vm), events_(ev), registry_(reg), opt_(std::move(opt)),
+        preemptor_(vm, b.cwsr, b.node, b.family, opt_.preemption) {
     ring_ = static_cast<abi::aql_slot*>(vm_.host_address(b_.ring_va));
     slots_ = b_.ring_bytes / abi::aql_packet_size;
-    rptr_ = static_cast<std::uint64_t*>(vm_.host_address(b_.read_index_va));
+    rptr_ = static_cast<std::uint64_t*>(vm_.host_address(b_.read_pointer_va));
     launch_ = std::atomic_ref<std::uint64_t>(*rptr_).load(std::memory_order_acquire);
     retired_.store(launch_, std::memory_order_release);
   }
 
   void start() {
-    // Scratch slot 0 is the processor thread's (inline dispatches), worker i has slot i + 1.
+    // Scratch slot 0 is the processor thread's (inline dispatches, restored workgroups), worker i
+    // has slot i + 1.
     for (unsigned i = 0; i < opt_.workers; ++i) workers_.emplace_back([this, i] { worker_loop(i + 1); });
     thread_ = std::thread([this] { run(); });
   }
@@ -209,6 +225,7 @@ class aql_processor : public queue_wakeup {
     while (!stopping()) {
       const std::uint64_t seen = wake_seq();  // before looking, so no doorbell is missed
       retire();
+      if (!has_error() && !preemption_point()) break;
       if (has_error() || inflight_.size() >= opt_.max_inflight) {
         wait_for_wakeup(seen, opt_.idle_poll);
         continue;
@@ -362,8 +379,8 @@ class aql_processor : public queue_wakeup {
     e.address = address;
     e.packet.resize(abi::aql_packet_size / 4);
     std::memcpy(e.packet.data(), snap.bytes, abi::aql_packet_size);
-    if (b_.write_index_va != 0)
-      e.write_position = std::atomic_ref<std::uint64_t>(*host<std::uint64_t>(b_.write_index_va)).load(std::memory_order_acquire);
+    if (b_.write_pointer_va != 0)
+      e.write_position = std::atomic_ref<std::uint64_t>(*host<std::uint64_t>(b_.write_pointer_va)).load(std::memory_order_acquire);
     char head[160];
     std::snprintf(head, sizeof head, "AQL queue %u (gpu %u) stopped at packet %llu: %s", b_.queue_id, b_.gpu_id,
                   static_cast<unsigned long long>(index), engine_fault_name(f));
@@ -375,6 +392,7 @@ class aql_processor : public queue_wakeup {
     }
     e.detail += "; packet: " + describe(snap);
     errors_.record(std::move(e));
+    preemptor_.halt();
     if (inflight_.empty()) quiet_.store(true, std::memory_order_release);
     {
       std::lock_guard lock(mu_);
@@ -383,9 +401,6 @@ class aql_processor : public queue_wakeup {
     retire_cv_.notify_all();
   }
 
-  bool signal_ok(std::uint64_t va) const noexcept {
-    return va % abi::amd_signal_align == 0 && vm_.is_mapped(va, sizeof(abi::amd_signal));
-  }
   std::int64_t signal_value(std::uint64_t va) const noexcept {
     return std::atomic_ref<std::int64_t>(host<abi::amd_signal>(va)->value).load(std::memory_order_acquire);
   }
@@ -393,7 +408,7 @@ class aql_processor : public queue_wakeup {
   // 1 satisfied, 0 not yet, -1 faulted.
   int barrier_satisfied(const abi::aql_slot& snap, const abi::decoded_header& h) {
     const std::uint64_t completion = [&] { std::uint64_t v; std::memcpy(&v, snap.bytes + 56, 8); return v; }();
-    if (completion != 0 && !signal_ok(completion)) {
+    if (completion != 0 && !detail::aql_signal_ok(vm_, completion)) {
       fail(engine_fault::signal_not_mapped, launch_, snap, completion, "completion signal");
       return -1;
     }
@@ -409,7 +424,7 @@ class aql_processor : public queue_wakeup {
         return -1;
       }
       if (p.signal == 0) return 1;  // a null signal is satisfied (hsa_ext_amd.h)
-      if (!signal_ok(p.signal)) {
+      if (!detail::aql_signal_ok(vm_, p.signal)) {
         fail(engine_fault::signal_not_mapped, launch_, snap, p.signal, "barrier-value signal");
         return -1;
       }
@@ -422,7 +437,7 @@ class aql_processor : public queue_wakeup {
     bool any_dep = false, any_zero = false, all_zero = true;
     for (std::uint64_t s : p.dep_signal) {
       if (s == 0) continue;
-      if (!signal_ok(s)) {
+      if (!detail::aql_signal_ok(vm_, s)) {
         fail(engine_fault::signal_not_mapped, launch_, snap, s, "dependency signal");
         return -1;
       }
@@ -435,105 +450,29 @@ class aql_processor : public queue_wakeup {
     return (!any_dep || any_zero) ? 1 : 0;  // barrier-OR with no dependency completes at once
   }
 
-  // Validates and launches a kernel dispatch. false = faulted (no advance).
+  // Plans and launches a kernel dispatch (detail/aql_dispatch.hpp). false = faulted (no advance).
   bool launch_dispatch(const abi::aql_slot& snap, const abi::decoded_header& h) {
     abi::kernel_dispatch_packet p;
     std::memcpy(&p, snap.bytes, sizeof p);
-    auto bad = [&](engine_fault f, std::uint64_t addr, const std::string& why) {
-      fail(f, launch_, snap, addr, why);
-      return false;
-    };
-    const unsigned dims = abi::dispatch_setup::dimensions::get(p.setup);
-    if (dims == 0 || (p.setup & ~abi::dispatch_setup::dimensions::mask) != 0)
-      return bad(engine_fault::bad_dimensions, 0, "setup.dimensions must be 1..3 and setup's reserved bits 0");
-    const std::uint32_t grid[3] = {p.grid_size_x, p.grid_size_y, p.grid_size_z};
-    const std::uint32_t wg[3] = {p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z};
-    for (unsigned d = 0; d < 3; ++d) {
-      if (wg[d] == 0) return bad(engine_fault::bad_workgroup_size, 0, "a workgroup size is 0");
-      if (grid[d] == 0) return bad(engine_fault::bad_dimensions, 0, "a grid size is 0");
-      if (d >= dims && (grid[d] != 1 || wg[d] != 1))
-        return bad(engine_fault::bad_dimensions, 0, "grid and workgroup sizes beyond setup.dimensions must be 1");
-    }
-    if (std::uint64_t(wg[0]) * wg[1] * wg[2] > 1024)
-      return bad(engine_fault::bad_workgroup_size, 0, "more than 1024 work-items per workgroup");
-    if (p.kernel_object == 0 || p.kernel_object % 64 != 0 || !vm_.is_mapped(p.kernel_object, sizeof(abi::kernel_descriptor)))
-      return bad(engine_fault::kernel_object_not_mapped, p.kernel_object, "");
     auto job = std::make_shared<dispatch_job>();
-    job->plan.family = b_.family;
-    std::memcpy(&job->plan.kd, host<const void>(p.kernel_object), sizeof job->plan.kd);
-    const auto& kd = job->plan.kd;
-    const std::uint64_t entry = p.kernel_object + static_cast<std::uint64_t>(kd.kernel_code_entry_byte_offset);
-    if (entry % abi::kernel_code_entry_align != 0 || !vm_.is_mapped(entry, sizeof(emulated_code_blob)))
-      return bad(engine_fault::bad_kernel_descriptor, entry, "kernel code entry misaligned or not mapped");
-    emulated_code_blob blob;
-    std::memcpy(&blob, host<const void>(entry), sizeof blob);
-    const std::string_view name = emulated_code_name(blob);
-    if (!name.empty()) {
-      job->plan.fn = registry_.find(name);
-      if (!job->plan.fn) return bad(engine_fault::unknown_host_kernel, entry, "host kernel '" + std::string(name) + "'");
-    } else if (isa_supported(b_.family)) {
-      job->plan.code_entry = entry;  // machine code: the interpreter runs it (emu/isa/)
-    } else {
-      return bad(engine_fault::bad_kernel_descriptor, entry,
-                 "no emulated code at the kernel entry, and no ISA interpreter for " + std::string(arch::family_name(b_.family)));
+    job->index = launch_;
+    const detail::aql_dispatch_source src{b_.family, b_.ring_va + (launch_ & (slots_ - 1)) * abi::aql_packet_size, launch_,
+                                          b_.amd_queue_va, opt_.max_lds_bytes};
+    if (const detail::reject r = detail::plan_aql_dispatch(p, src, vm_, registry_, job->d); r.fault != engine_fault::none) {
+      fail(r.fault, launch_, snap, r.address, r.why);
+      return false;
     }
-    namespace kcp = abi::kernel_code_properties;
-    namespace r2 = abi::compute_pgm_rsrc2;
-    const std::uint16_t props = kd.kernel_code_properties;
-    if ((props & ~kcp::defined_mask) != 0) return bad(engine_fault::bad_kernel_descriptor, 0, "reserved kernel_code_properties bits");
-    if (kcp::enable_wavefront_size32::get(props) && !supports_wave32(b_.family))
-      return bad(engine_fault::bad_kernel_descriptor, 0, "wave32 requested on a wave64-only family");
-    const unsigned user = r2::user_sgpr_count::get(kd.compute_pgm_rsrc2);
-    const unsigned needed = abi::enabled_user_sgpr_count(props) + abi::kernarg_preload::length::get(kd.kernarg_preload);
-    if (needed > user) return bad(engine_fault::bad_kernel_descriptor, 0, "enabled user SGPRs exceed rsrc2.USER_SGPR_COUNT");
-    if (r2::granulated_lds_size::get(kd.compute_pgm_rsrc2) != 0)
-      return bad(engine_fault::bad_kernel_descriptor, 0, "rsrc2.GRANULATED_LDS_SIZE must be 0 (the CP takes LDS from the packet)");
-    if (kcp::enable_sgpr_kernarg_segment_ptr::get(props) && kd.kernarg_size != 0 &&
-        (p.kernarg_address == 0 || !vm_.is_mapped(p.kernarg_address, kd.kernarg_size)))
-      return bad(engine_fault::kernarg_not_mapped, p.kernarg_address, "");
-    const std::uint64_t lds = std::uint64_t(p.group_segment_size) + kd.group_segment_fixed_size;
-    if (lds > opt_.max_lds_bytes) return bad(engine_fault::lds_too_large, 0, std::to_string(lds) + " bytes");
-    if (p.completion_signal != 0 && !signal_ok(p.completion_signal))
-      return bad(engine_fault::signal_not_mapped, p.completion_signal, "completion signal");
-
-    job->plan.pkt = p;
-    job->plan.lds_bytes = static_cast<std::uint32_t>(lds);
-    dispatch_inputs& inputs = job->plan.inputs;
-    inputs.packet_va = b_.ring_va + (launch_ & (slots_ - 1)) * abi::aql_packet_size;
-    inputs.queue_va = b_.amd_queue_va;
-    inputs.dispatch_id = launch_;
-    bool profiling = false;
-    if (b_.amd_queue_va != 0) {
-      auto* q = host<abi::amd_queue>(b_.amd_queue_va);
-      for (int i = 0; i < 4; ++i)
-        inputs.scratch_srd[i] =
-            std::atomic_ref<std::uint32_t>(q->scratch_resource_descriptor[i]).load(std::memory_order_relaxed);
-      inputs.scratch_base =
-          std::atomic_ref<std::uint64_t>(q->scratch_backing_memory_location).load(std::memory_order_relaxed);
-      profiling = abi::amd_queue_properties::enable_profiling::get(
-                      std::atomic_ref<std::uint32_t>(q->queue_properties).load(std::memory_order_relaxed)) != 0;
-    }
-    if (const unsigned pre = abi::kernarg_preload::length::get(kd.kernarg_preload); pre != 0 && p.kernarg_address != 0) {
-      const unsigned dwords = pre + abi::kernarg_preload::offset::get(kd.kernarg_preload);
-      if (!vm_.is_mapped(p.kernarg_address, dwords * 4ull))
-        return bad(engine_fault::kernarg_not_mapped, p.kernarg_address, "kernarg preload");
-      job->kernarg_copy.resize(dwords);
-      std::memcpy(job->kernarg_copy.data(), host<const void>(p.kernarg_address), dwords * 4ull);
-      inputs.kernarg_host = job->kernarg_copy.data();
-      inputs.kernarg_dwords = dwords;
-    }
-    const auto g = geometry_of(p, 0);
-    job->total_wg = std::uint64_t(g.count[0]) * g.count[1] * g.count[2];
-
     inflight* e = push_inflight(snap, h);
     e->job = job;
-    if (profiling && p.completion_signal != 0)
+    if (job->d.profiling && p.completion_signal != 0)
       std::atomic_ref<std::uint64_t>(host<abi::amd_signal>(p.completion_signal)->start_ts)
           .store(events_.timestamp(), std::memory_order_relaxed);
     release_slot(snap);  // launched: the slot is the producer's again before any workgroup runs
-    if (opt_.workers == 0 || job->total_wg <= opt_.inline_max_workgroups) {
-      for (std::uint64_t i = 0; i < job->total_wg && !job->faulted.load(std::memory_order_relaxed); ++i)
-        run_workgroup(inline_executor_, *job, i);
+    if (opt_.workers == 0 || job->d.total_wg <= opt_.inline_max_workgroups) {
+      for (std::uint64_t i = 0; i < job->d.total_wg && !job->faulted.load(std::memory_order_relaxed); ++i) {
+        report(*job, inline_executor_.run(job->d.plan, i));
+        preemptor_.note_workgroup();
+      }
       job->complete.store(true, std::memory_order_release);
     } else {
       {
@@ -572,10 +511,7 @@ class aql_processor : public queue_wakeup {
         fail(f, e.index, e.packet, addr, why);
         break;
       }
-      if (e.signal != 0 && e.job && b_.amd_queue_va != 0 &&
-          abi::amd_queue_properties::enable_profiling::get(
-              std::atomic_ref<std::uint32_t>(host<abi::amd_queue>(b_.amd_queue_va)->queue_properties)
-                  .load(std::memory_order_relaxed)))
+      if (e.signal != 0 && e.job && e.job->d.profiling)
         std::atomic_ref<std::uint64_t>(host<abi::amd_signal>(e.signal)->end_ts).store(events_.timestamp(), std::memory_order_relaxed);
       // Completion signal with the packet's release scope, then its event.
       if (e.signal != 0) {
@@ -604,15 +540,82 @@ class aql_processor : public queue_wakeup {
     }
   }
 
+  // ---------------------------------------------------------------- preemption
+  // Serves a pending preemption: the workers stop claiming workgroups and finish the ones they
+  // run; the next workgroups of the queued dispatches are saved, the queue stays off, and the
+  // saved ones then run here (scratch slot 0: the saved waves' scratch offsets are slot 0's)
+  // from the state read back. false: the queue was stopped meanwhile.
+  bool preemption_point() {
+    if (!preemptor_.due(true)) return true;
+    std::vector<std::shared_ptr<dispatch_job>> jobs;
+    std::vector<detail::resident_dispatch> resident;
+    {
+      std::unique_lock lock(mu_);
+      paused_ = true;
+      idle_cv_.wait(lock, [&] { return running_ == 0 || stop_; });
+      if (stop_) return false;
+      for (const auto& j : jobs_) {
+        if (j->next_wg >= j->d.total_wg || j->faulted.load(std::memory_order_acquire)) continue;
+        jobs.push_back(j);
+        resident.push_back({j->index, &j->d.plan, j->next_wg, j->d.total_wg, j->d.waves_per_wg, false});
+      }
+    }
+    const auto out = preemptor_.preempt(resident);
+    bool ok_ = out.what == detail::cwsr_preemptor::outcome_kind::resumed;
+    if (out.what == detail::cwsr_preemptor::outcome_kind::fault) {
+      // The queue stops at the first dispatch that was (or would have been) saved.
+      const inflight* at = inflight_.empty() ? nullptr : inflight_.front().get();
+      for (const auto& e : inflight_)
+        if (!jobs.empty() && e->job == jobs.front()) at = e.get();
+      fail(out.fault, at ? at->index : launch_, at ? at->packet : abi::aql_slot{}, out.address, out.why);
+      dead_ = true;  // a hang: nothing runs or retires any more (the workers stay paused)
+      quiet_.store(true, std::memory_order_release);
+      retire_cv_.notify_all();
+      return true;
+    }
+    if (ok_) {
+      // The restored workgroups: a prefix of each job's remaining range, in claim order.
+      std::vector<wave_state> waves;
+      for (const auto& j : jobs) {
+        std::uint64_t wg = j->next_wg, ran = 0;  // next_wg moves only under mu_, and only here while paused
+        for (;; ++wg) {
+          const auto t = preemptor_.take(j->index, wg, waves);
+          if (t == detail::cwsr_preemptor::take_result::not_restored) break;
+          if (t == detail::cwsr_preemptor::take_result::corrupt) {
+            record_fault(*j, engine_fault::cwsr_restore_failed, b_.cwsr.address,
+                         "restored wave record of workgroup " + std::to_string(wg) + " is corrupt");
+          } else if (!j->faulted.load(std::memory_order_acquire)) {
+            report(*j, inline_executor_.run(j->d.plan, wg, waves));
+            preemptor_.note_workgroup();
+          }
+          ++ran;
+        }
+        std::lock_guard lock(mu_);
+        j->next_wg = wg;
+        if (j->done_wg.fetch_add(ran, std::memory_order_acq_rel) + ran == j->d.total_wg)
+          j->complete.store(true, std::memory_order_release);
+        if (j->next_wg >= j->d.total_wg) std::erase(jobs_, j);
+      }
+    }
+    {
+      std::lock_guard lock(mu_);
+      paused_ = false;
+    }
+    worker_cv_.notify_all();
+    return out.what != detail::cwsr_preemptor::outcome_kind::stopped;
+  }
+
   // ---------------------------------------------------------------- workers
-  void run_workgroup(workgroup_executor& ex, dispatch_job& job, std::uint64_t linear) {
-    auto f = ex.run(job.plan, linear);
-    if (!f) return;
+  // Records a workgroup's fault in its job (the first one wins); nothing for a clean run.
+  static void report(dispatch_job& job, std::optional<workgroup_fault> f) {
+    if (f) record_fault(job, engine_fault_of(f->what), f->address, std::move(f->detail));
+  }
+  static void record_fault(dispatch_job& job, engine_fault fault, std::uint64_t address, std::string detail) {
     std::lock_guard lock(job.fault_mu);
     if (job.fault == engine_fault::none) {
-      job.fault = engine_fault_of(f->what);
-      job.fault_address = f->address;
-      job.fault_detail = std::move(f->detail);
+      job.fault = fault;
+      job.fault_address = address;
+      job.fault_detail = std::move(detail);
     }
     job.faulted.store(true, std::memory_order_release);
   }
@@ -624,18 +627,24 @@ class aql_processor : public queue_wakeup {
       std::uint64_t wg = 0;
       {
         std::unique_lock lock(mu_);
-        worker_cv_.wait(lock, [&] { return workers_stop_ || stop_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;  // stopping and nothing to run
-        if (stop_) return;
+        worker_cv_.wait(lock, [&] { return workers_stop_ || stop_ || (!paused_ && !jobs_.empty()); });
+        if (stop_ || (workers_stop_ && jobs_.empty())) return;
+        if (paused_ || jobs_.empty()) continue;
         job = jobs_.front();
         wg = job->next_wg++;
-        if (job->next_wg >= job->total_wg) jobs_.pop_front();
+        if (job->next_wg >= job->d.total_wg) jobs_.pop_front();
+        ++running_;
       }
-      if (!job->faulted.load(std::memory_order_acquire)) run_workgroup(ex, *job, wg);
-      if (job->done_wg.fetch_add(1, std::memory_order_acq_rel) + 1 == job->total_wg) {
-        job->complete.store(true, std::memory_order_release);
-        notify();
+      if (!job->faulted.load(std::memory_order_acquire)) report(*job, ex.run(job->d.plan, wg));
+      preemptor_.note_workgroup();
+      const bool last = job->done_wg.fetch_add(1, std::memory_order_acq_rel) + 1 == job->d.total_wg;
+      if (last) job->complete.store(true, std::memory_order_release);
+      {
+        std::lock_guard lock(mu_);
+        --running_;
       }
+      idle_cv_.notify_all();
+      if (last || preemptor_.due(true)) notify();
     }
   }
 
@@ -645,6 +654,7 @@ class aql_processor : public queue_wakeup {
   event_notifier& events_;
   const host_kernel_registry& registry_;
   aql_processor_options opt_;
+  detail::cwsr_preemptor preemptor_;
   workgroup_executor inline_executor_{vm_, 0};  // processor thread only
   abi::aql_slot* ring_ = nullptr;
   std::uint64_t slots_ = 0;
@@ -657,14 +667,16 @@ class aql_processor : public queue_wakeup {
   std::atomic<std::uint64_t> retired_{0};
   mutable std::atomic<unsigned> retire_waiters_{0};  // threads in wait_retired
   std::atomic<bool> quiet_{false};  // in error and nothing left that can retire
+  engine_error_slot errors_;
 
-  // Guarded by queue_wakeup::mu_: workers_stop_, jobs_ (and dispatch_job::next_wg).
+  // Guarded by queue_wakeup::mu_: workers_stop_, jobs_ (and dispatch_job::next_wg), paused_, running_.
   mutable std::condition_variable retire_cv_;
   std::condition_variable worker_cv_;
+  std::condition_variable idle_cv_;  // running_ reached 0
   bool workers_stop_ = false;
+  bool paused_ = false;   // a preemption is being served: workers claim nothing
+  unsigned running_ = 0;  // workgroups the workers are running
   std::deque<std::shared_ptr<dispatch_job>> jobs_;
-
-  engine_error_slot errors_;
 
   std::thread thread_;
   std::vector<std::thread> workers_;

@@ -27,7 +27,8 @@
 #include <aqueduct/abi/kfd_ioctl.hpp>
 #include <aqueduct/arch/cwsr.hpp>
 #include <aqueduct/core/result.hpp>
-#include <aqueduct/emu/host_kernel.hpp>
+#include <aqueduct/emu/engine_ports.hpp>
+#include <aqueduct/emu/queue_binding.hpp>
 #include <aqueduct/emu/wave_state.hpp>
 
 #include <algorithm>
@@ -39,13 +40,6 @@
 #include <vector>
 
 namespace aqueduct::emu {
-
-// Where the queue's save area is (CREATE_QUEUE ctx_save_restore_address/_size, ctl_stack_size).
-struct cwsr_area {
-  std::uint64_t address = 0;
-  std::uint32_t ctx_save_restore_size = 0;
-  std::uint32_t ctl_stack_size = 0;
-};
 
 inline constexpr std::uint32_t cwsr_header_bytes = 40;       // spec/kfd.md §1.4
 inline constexpr std::uint32_t cwsr_wg_context_bytes = 8;    // trailing workgroup context (§1.3 item 5)
@@ -124,14 +118,16 @@ struct cwsr_wave_record_head {
   std::uint32_t vgpr_sets;  // 1 (packed ids: v0) or 3 (v0, v1, v2)
   std::uint64_t exec;
   std::uint64_t workgroup;  // linear workgroup index in the dispatch
+  std::uint64_t dispatch;   // which dispatch (the engine's key: AQL packet index, PM4 dispatch count)
 };
-static_assert(sizeof(cwsr_wave_record_head) == 40);
+static_assert(sizeof(cwsr_wave_record_head) == 48);
 inline constexpr std::uint32_t cwsr_wave_magic = 0x45564157u;  // "WAVE"
 
 [[nodiscard]] inline std::size_t wave_record_bytes(const wave_state& w, bool packed) noexcept {
   return sizeof(cwsr_wave_record_head) + 4u * w.sgpr_initialized + 4u * w.active_lanes * (packed ? 1u : 3u);
 }
-inline void append_wave_record(std::vector<std::byte>& out, const wave_state& w, std::uint64_t workgroup, bool packed) {
+inline void append_wave_record(std::vector<std::byte>& out, const wave_state& w, std::uint64_t dispatch, std::uint64_t workgroup,
+                               bool packed) {
   cwsr_wave_record_head h{};
   h.magic = cwsr_wave_magic;
   h.sgpr_count = static_cast<std::uint16_t>(w.sgpr_initialized);
@@ -143,6 +139,7 @@ inline void append_wave_record(std::vector<std::byte>& out, const wave_state& w,
   h.vgpr_sets = packed ? 1 : 3;
   h.exec = w.exec;
   h.workgroup = workgroup;
+  h.dispatch = dispatch;
   const std::size_t at = out.size();
   out.resize(at + wave_record_bytes(w, packed));
   std::byte* p = out.data() + at;
@@ -158,9 +155,20 @@ inline void append_wave_record(std::vector<std::byte>& out, const wave_state& w,
     std::memcpy(p, w.v2.data(), 4u * w.active_lanes);
   }
 }
+// The size of the record at `p` (at most `avail` bytes) from its head, 0 if the head is malformed.
+[[nodiscard]] inline std::size_t wave_record_size(const std::byte* p, std::size_t avail) noexcept {
+  cwsr_wave_record_head h;
+  if (avail < sizeof h) return 0;
+  std::memcpy(&h, p, sizeof h);
+  if (h.magic != cwsr_wave_magic || h.sgpr_count > max_wave_sgprs || h.active_lanes > max_wave_lanes ||
+      (h.vgpr_sets != 1 && h.vgpr_sets != 3))
+    return 0;
+  const std::size_t used = sizeof h + 4u * h.sgpr_count + 4u * h.active_lanes * h.vgpr_sets;
+  return used <= avail ? used : 0;
+}
 // Parses one record at `p` (at most `avail` bytes); false if malformed. `used` gets its size.
-[[nodiscard]] inline bool read_wave_record(const std::byte* p, std::size_t avail, wave_state& w, std::uint64_t& workgroup,
-                                           std::size_t& used) noexcept {
+[[nodiscard]] inline bool read_wave_record(const std::byte* p, std::size_t avail, wave_state& w, std::uint64_t& dispatch,
+                                           std::uint64_t& workgroup, std::size_t& used) noexcept {
   cwsr_wave_record_head h;
   if (avail < sizeof h) return false;
   std::memcpy(&h, p, sizeof h);
@@ -178,6 +186,7 @@ inline void append_wave_record(std::vector<std::byte>& out, const wave_state& w,
   w.active_lanes = h.active_lanes;
   w.exec = h.exec;
   workgroup = h.workgroup;
+  dispatch = h.dispatch;
   p += sizeof h;
   std::memcpy(w.sgpr.data(), p, 4u * h.sgpr_count);
   p += 4u * h.sgpr_count;

@@ -2,55 +2,57 @@
 //
 // Layer: emu. One `pm4_processor` per KFD compute (non-AQL) queue, on its own thread, reads the
 // ring from its read pointer up to the write pointer (dwords; packets may straddle the ring's
-// end), interprets the type-3 packets aqueduct's encoder emits (spec/packets.md §1.3: NOP,
-// SET_SH_REG, DISPATCH_DIRECT, ACQUIRE_MEM, RELEASE_MEM, WAIT_REG_MEM, WRITE_DATA,
-// INDIRECT_BUFFER, EVENT_WRITE, PRED_EXEC) and release-stores the read pointer after each.
-// It keeps the SH register file, and a dispatch runs FROM THE REGISTERS, as on hardware:
-// COMPUTE_PGM_LO/HI → the code (an emulated code blob → host kernel), COMPUTE_PGM_RSRC2 (user
-// SGPR count, system SGPR enables, LDS), COMPUTE_USER_DATA_* → the user SGPRs, COMPUTE_NUM_THREAD_*
-// → workgroup size, DISPATCH_INITIATOR.CS_W32_EN → wave size; the waves' initial state is built
-// by emu/wave_state.hpp with the user SGPRs replaced by USER_DATA, so a wrong user-data layout
-// gives the host kernel a wrong kernarg pointer and a wrong answer.
-// Strictness: an unknown opcode, a COUNT that does not match the packet, a reserved bit, a
-// register outside the SH window, an unmapped address (every access is checked against the VM)
-// stop the queue with an error (`error()`: fault, read/write pointers, the packet decoded).
-// Preemption (emu/cwsr.hpp): between workgroups the queue can be preempted — on demand
-// (`request_preemption` / `resume`) or by a stress knob (every N workgroups, or on a timer) —
-// the resident waves go through the CWSR area and are restored from it. The GFX11 PRIV bug is
-// modelled (spec/kfd.md §4): on a DEGFX11_12113 part a dispatch whose COMPUTE_PGM_RSRC1 lacks
-// PRIV hangs at its first preemption (the queue stops making progress); PRIV set on any other
-// part hangs the queue at the dispatch. A save that does not fit the area hangs too.
+// end), runs each type-3 packet and release-stores the read pointer after it.
+// It is composed of parts that each do one thing (all in emu/detail/):
+//   * pm4_decoder.hpp — pure: a packet's dwords → its fields, or why it is refused (reserved
+//     bits, COUNT, values);
+//   * sh_registers.hpp — the SH register file SET_SH_REG writes, read by name;
+//   * pm4_dispatch.hpp — DISPATCH_DIRECT: the registers → a dispatch plan, run by the one
+//     workgroup executor every engine shares (emu/workgroup_executor.hpp);
+//   * cwsr_preemptor.hpp — the one CWSR preemptor (also the AQL engine's): on demand
+//     (`request_preemption` / `resume`) or by a stress knob, the resident waves go through the
+//     CWSR area and are restored from it.
+// What stays here is what a packet does to the machine: memory it writes or polls (every access
+// checked against the VM), interrupts it raises, indirect buffers it runs, and the ring itself.
+// Packets: NOP, SET_SH_REG, DISPATCH_DIRECT, ACQUIRE_MEM, RELEASE_MEM, WAIT_REG_MEM, WRITE_DATA,
+// INDIRECT_BUFFER, EVENT_WRITE, PRED_EXEC (spec/packets.md §1.3; docs/pm4.md).
+// Strictness: whatever the decoder refuses, an unknown opcode and an unmapped address stop the
+// queue with an engine_error (fault, read/write pointers, the packet decoded). The GFX11 PRIV bug
+// is modelled (spec/kfd.md §4): on a DEGFX11_12113 part a dispatch whose COMPUTE_PGM_RSRC1 lacks
+// PRIV hangs at its first preemption; PRIV set on any other part hangs the queue at the dispatch.
+// A save that does not fit the area hangs too.
 // `wait_value` is the host side: wait for a completion word; on timeout errc::device_hang (the
 // processor stopped: its fault, the packet decoded) or errc::timeout, with the queue described.
-// Where it lives: this header holds the queue binding, the options, the processor's thread, ring
-// loop, fault recording and public API; the member definitions for the packets are in
-// emu/pm4_packets.hpp, DISPATCH_DIRECT in emu/pm4_dispatch.hpp, preemption in
-// emu/pm4_preemption.hpp, the fault kinds and pm4_error in emu/pm4_fault.hpp (all included here).
 // Thread safety: ring_doorbell/notify/request_preemption/resume and the queries may be called
 // from any thread. vm_access, event_notifier and registry must outlive the processor.
 #pragma once
 
-#include <aqueduct/abi/aql.hpp>
-#include <aqueduct/abi/kernel_descriptor.hpp>
 #include <aqueduct/abi/pm4.hpp>
+#include <aqueduct/arch/cwsr.hpp>
 #include <aqueduct/arch/family.hpp>
 #include <aqueduct/core/bits.hpp>
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/emu/cwsr.hpp>
-#include <aqueduct/emu/host_kernel.hpp>
+#include <aqueduct/emu/detail/cwsr_preemptor.hpp>
+#include <aqueduct/emu/detail/pm4_decoder.hpp>
+#include <aqueduct/emu/detail/pm4_dispatch.hpp>
+#include <aqueduct/emu/detail/sh_registers.hpp>
 #include <aqueduct/emu/engine_error.hpp>
 #include <aqueduct/emu/engine_ports.hpp>
+#include <aqueduct/emu/host_kernel.hpp>
+#include <aqueduct/emu/queue_binding.hpp>
 #include <aqueduct/emu/queue_wakeup.hpp>
 #include <aqueduct/emu/wave_state.hpp>
 #include <aqueduct/emu/workgroup_executor.hpp>
 #include <aqueduct/queue/pm4_describe.hpp>
 #include <aqueduct/sync/wait.hpp>
 
-#include <array>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -62,30 +64,15 @@
 
 namespace aqueduct::emu {
 
-// Where a PM4 queue's memory is (CREATE_QUEUE) and what part it runs on.
-struct pm4_queue_binding {
-  std::uint64_t ring_va = 0;
-  std::uint64_t ring_bytes = 0;          // power of two >= 1024
-  std::uint64_t read_pointer_va = 0;     // u64 dwords, written by the processor
-  std::uint64_t write_pointer_va = 0;    // u64 dwords, written by the producer
-  std::uint64_t eop_buffer_va = 0;       // RELEASE_MEM needs one (tinygrad: "or it will NULL pointer")
+// Where a PM4 queue's memory is (CREATE_QUEUE) and what part it runs on. The pointers are u64
+// dword counts; the ring a power of two >= 1024 bytes.
+struct pm4_queue_binding : compute_queue_binding {
+  std::uint64_t eop_buffer_va = 0;  // RELEASE_MEM needs one (tinygrad: "or it will NULL pointer")
   std::uint64_t eop_buffer_bytes = 0;
-  cwsr_area cwsr;                        // XCC 0's save area
-  arch::cwsr_inputs node{};              // the node's CWSR inputs (wave capacity, state sizes)
-  arch::family family = arch::family::gfx11;
-  std::uint32_t gfx_target_version = 110000;
-  std::uint32_t simd_arrays_per_engine = 2;
-  std::uint32_t gpu_id = 0;
-  std::uint32_t queue_id = 0;
 };
 
-
 struct pm4_processor_options {
-  // Stress knobs: preempt the queue every N workgroups executed (0 = off) and/or on a timer
-  // (0 = off); a stress preemption keeps the queue off the hardware for `preempted_for`.
-  std::uint64_t preempt_every_workgroups = 0;
-  std::chrono::microseconds preempt_interval{0};
-  std::chrono::microseconds preempted_for{0};
+  preemption_options preemption{};                    // stress knobs (detail/cwsr_preemptor.hpp)
   std::uint32_t max_lds_bytes = 64 * 1024;
   unsigned max_ib_depth = 2;                          // IB inside IB allowed, not deeper
   std::chrono::microseconds idle_poll{2000};          // re-read the write pointer without a doorbell
@@ -96,13 +83,6 @@ struct pm4_processor_options {
   std::optional<bool> test_force_rsrc1_priv{};
 };
 
-struct pm4_preemption_stats {
-  std::uint64_t preemptions = 0;    // saves completed (each followed by a restore)
-  std::uint64_t waves_saved = 0;    // summed over saves
-  std::uint64_t max_ctl_bytes = 0;  // largest control stack used (header included)
-  std::uint64_t max_state_bytes = 0;  // largest accounted workgroup state
-};
-
 // The doorbell (queue_wakeup::ring_doorbell) carries the write pointer in dwords.
 class pm4_processor : public queue_wakeup {
  public:
@@ -110,8 +90,8 @@ class pm4_processor : public queue_wakeup {
   pm4_processor& operator=(const pm4_processor&) = delete;
   ~pm4_processor() { stop(); }
 
-  // Starts the processor thread. invalid_argument if the ring or pointers are not mapped, the
-  // ring is not a power of two >= 1 KiB, or the family is not known.
+  // Starts the processor thread. invalid_argument if the ring or pointers are not mapped or the
+  // ring is not a power of two >= 1 KiB.
   [[nodiscard]] static result<std::unique_ptr<pm4_processor>> try_create(
       const pm4_queue_binding& b, const vm_access& vm, event_notifier& events,
       const host_kernel_registry& registry, pm4_processor_options opt = {}) {
@@ -134,40 +114,20 @@ class pm4_processor : public queue_wakeup {
     return try_create(b, vm, events, registry, std::move(opt)).value();
   }
 
-  // ---- preemption on demand ---------------------------------------------------------------------
-  // Asks for a preemption at the next preemption point (between workgroups or packets). The
-  // queue stays off the hardware (state saved in the CWSR area) until resume().
+  // ---- preemption on demand (detail/cwsr_preemptor.hpp) ---------------------------------------
+  // At the next preemption point (between workgroups or packets) the queue goes off the
+  // hardware, its state saved in the CWSR area, until resume().
   void request_preemption() noexcept {
-    {
-      std::lock_guard lock(mu_);
-      preempt_requested_ = true;
-      resume_requested_ = false;
-      ++wake_seq_;
-    }
-    cv_.notify_all();
+    preemptor_.request();
+    notify();
   }
-  // Restores the saved state and continues.
-  void resume() noexcept {
-    {
-      std::lock_guard lock(mu_);
-      preempt_requested_ = false;
-      resume_requested_ = true;
-      ++wake_seq_;
-    }
-    cv_.notify_all();
-  }
-  // True once the queue is saved and off the hardware (or hung/stopped: then false).
-  bool wait_preempted(std::chrono::milliseconds timeout) const {
-    std::unique_lock lock(mu_);
-    return state_cv_.wait_for(lock, timeout, [&] { return preempted_ || has_error(); }) && preempted_;
-  }
-  [[nodiscard]] pm4_preemption_stats preemption_stats() const {
-    std::lock_guard lock(mu_);
-    return stats_;
-  }
+  void resume() noexcept { preemptor_.resume(); }
+  // True once the queue is saved and off the hardware (false on timeout, or once it stopped).
+  bool wait_preempted(std::chrono::milliseconds timeout) const { return preemptor_.wait_preempted(timeout); }
+  [[nodiscard]] emu::preemption_stats preemption_stats() const { return preemptor_.stats(); }
   // Whether the area can hold a save of the whole machine (checked at creation).
-  [[nodiscard]] const result<void>& cwsr_capacity() const noexcept { return capacity_; }
-  [[nodiscard]] const cwsr_machine& machine() const noexcept { return machine_; }
+  [[nodiscard]] const result<void>& cwsr_capacity() const noexcept { return preemptor_.capacity(); }
+  [[nodiscard]] const cwsr_machine& machine() const noexcept { return preemptor_.machine(); }
 
   // ---- state ----------------------------------------------------------------------------------
   [[nodiscard]] bool has_error() const noexcept { return errors_.has_error(); }
@@ -182,7 +142,7 @@ class pm4_processor : public queue_wakeup {
   // SH register (absolute dword address 0x2C00..0x2FFF) as the last dispatch (or fault) saw it; for tests.
   [[nodiscard]] std::uint32_t sh_register(std::uint32_t abs) const {
     std::lock_guard lock(mu_);
-    return abs >= abi::pm4::sh_reg_base && abs < abi::pm4::sh_reg_end ? sh_snapshot_[abs - abi::pm4::sh_reg_base] : 0;
+    return sh_snapshot_.at(abs);
   }
 
   // Blocks until the read pointer reaches `wptr` (true), the timeout passes, or the queue
@@ -193,7 +153,7 @@ class pm4_processor : public queue_wakeup {
            read_pointer() >= wptr;
   }
 
-  // "PM4 processor gpu 1 queue 3: rptr 40, wptr 120 (dwords); stopped: <fault>: <detail>"
+  // "PM4 processor gpu_id 1 queue 3: rptr 40, wptr 120 (dwords), 0 preemption(s); stopped: <fault>: <detail>"
   void describe(std::string& out) const {
     char buf[200];
     std::snprintf(buf, sizeof buf, "PM4 processor gpu_id %u queue %u: rptr %llu, wptr %llu (dwords), %llu preemption(s)",
@@ -208,6 +168,7 @@ class pm4_processor : public queue_wakeup {
   }
 
   void stop() noexcept {
+    preemptor_.halt();
     if (!request_stop()) return;
     if (thread_.joinable()) thread_.join();
   }
@@ -217,17 +178,15 @@ class pm4_processor : public queue_wakeup {
 
   pm4_processor(const pm4_queue_binding& b, const vm_access& vm, event_notifier& ev, const host_kernel_registry& reg,
                 pm4_processor_options opt)
-      : b_(b), vm_(vm), events_(ev), registry_(reg), opt_(std::move(opt)) {
+      : b_(b), vm_(vm), events_(ev), registry_(reg), opt_(std::move(opt)),
+        preemptor_(vm, b.cwsr, b.node, b.family, opt_.preemption) {
     ring_ = host<std::uint32_t>(b.ring_va);
     ring_dwords_ = b.ring_bytes / 4;
     rptr_ = host<std::uint64_t>(b.read_pointer_va);
     wptr_ = host<std::uint64_t>(b.write_pointer_va);
     rptr_local_ = std::atomic_ref<std::uint64_t>(*rptr_).load(std::memory_order_acquire);
     rptr_pub_.store(rptr_local_, std::memory_order_release);
-    machine_ = cwsr_machine_of(b.node);
-    capacity_ = check_cwsr_capacity(b.cwsr, machine_);
-    gfx9_form_ = b.family == arch::family::gfx9 || b.family == arch::family::gfx90a || b.family == arch::family::gfx94x;
-    next_timer_preempt_ = std::chrono::steady_clock::now() + opt_.preempt_interval;
+    target_ = {b.family, b.gfx_target_version, b.simd_arrays_per_engine, opt_.max_lds_bytes, opt_.test_force_rsrc1_priv};
   }
 
   template <class T>
@@ -238,7 +197,7 @@ class pm4_processor : public queue_wakeup {
     return std::atomic_ref<std::uint32_t>(ring_[i & (ring_dwords_ - 1)]).load(std::memory_order_relaxed);
   }
 
-  // ------------------------------------------------------------------ main loop
+  // ------------------------------------------------------------------ the ring
   void run() {
     for (;;) {
       std::uint64_t seen;
@@ -251,16 +210,16 @@ class pm4_processor : public queue_wakeup {
         wait_for_wakeup(seen, std::chrono::hours(1));
         continue;
       }
-      if (preemption_point(false) == step::stopped) return;
+      if (preemption_point(nullptr) == step::stopped) return;
       const std::uint64_t w = write_pointer();
       if (rptr_local_ >= w) {
         wait_for_wakeup(seen, opt_.idle_poll);
         continue;
       }
       const std::uint32_t hdr = ring_at(rptr_local_);
-      const std::uint64_t len = packet_dwords(hdr);
+      const std::uint64_t len = detail::pm4_packet_dwords(hdr);
       if (len > ring_dwords_) {
-        std::vector<std::uint32_t> one{hdr};
+        const std::uint32_t one[1] = {hdr};
         fail(engine_fault::bad_count, one, 0, false, "packet longer than the ring");
         continue;
       }
@@ -280,28 +239,14 @@ class pm4_processor : public queue_wakeup {
       if (s == step::fault) continue;
       rptr_local_ += len;
       std::atomic_ref<std::uint64_t>(*rptr_).store(rptr_local_, std::memory_order_release);
-      publish_rptr();
+      {
+        std::lock_guard lock(mu_);
+        rptr_pub_.store(rptr_local_, std::memory_order_release);
+      }
+      state_cv_.notify_all();
     }
   }
 
-  void publish_rptr() {
-    {
-      std::lock_guard lock(mu_);
-      rptr_pub_.store(rptr_local_, std::memory_order_release);
-    }
-    state_cv_.notify_all();
-  }
-  void snapshot_registers() {
-    std::lock_guard lock(mu_);
-    std::memcpy(sh_snapshot_.data(), sh_.data(), sizeof sh_);
-  }
-  [[nodiscard]] static std::uint64_t packet_dwords(std::uint32_t hdr) noexcept {
-    if (hdr == abi::pm4::type2_filler) return 1;
-    if (abi::pm4::header_type::get(hdr) != abi::pm4::packet_type3) return 1;
-    return abi::pm4::type3_packet_dwords(hdr);
-  }
-
-  // ------------------------------------------------------------------ errors
   void fail(engine_fault f, std::span<const std::uint32_t> pkt, std::uint64_t addr, bool in_ib, const std::string& why) {
     engine_error e;
     e.engine = engine_kind::pm4;
@@ -325,71 +270,223 @@ class pm4_processor : public queue_wakeup {
     ring::pm4::describe_packet(pkt, e.detail);
     errors_.record(std::move(e));
     dead_ = true;
+    preemptor_.halt();
     {
       std::lock_guard lock(mu_);
-      std::memcpy(sh_snapshot_.data(), sh_.data(), sizeof sh_);
+      sh_snapshot_ = sh_;
     }
     state_cv_.notify_all();
   }
+  step refuse(const detail::reject& r, std::span<const std::uint32_t> p, bool in_ib) {
+    fail(r.fault, p, r.address, in_ib, r.why);
+    return step::fault;
+  }
 
-  // ------------------------------------------------------------------ packets (emu/pm4_packets.hpp)
-  step execute(std::span<const std::uint32_t> p, unsigned depth, bool in_ib);
-  template <class Bad>
-  step set_sh_reg(std::span<const std::uint32_t> p, Bad& bad);
-  template <class Bad>
-  step acquire_mem(std::span<const std::uint32_t> p, Bad& bad);
-  template <class Bad>
-  step release_mem(std::span<const std::uint32_t> p, Bad& bad);
-  template <class Bad>
-  step wait_reg_mem(std::span<const std::uint32_t> p, Bad& bad);
-  template <class Bad>
-  step write_data(std::span<const std::uint32_t> p, Bad& bad);
-  template <class Bad>
-  step indirect_buffer(std::span<const std::uint32_t> p, unsigned depth, Bad& bad);
+  // ------------------------------------------------------------------ packets
+  step execute(std::span<const std::uint32_t> p, unsigned depth, bool in_ib) {
+    namespace a = abi::pm4;
+    const auto h = detail::decode_header(p, b_.family);
+    if (!h) return refuse(h.why(), p, in_ib);
+    if (h->filler) return step::done;
+    switch (h->op) {
+      case a::opcode::nop: return step::done;
+      case a::opcode::set_sh_reg: {
+        const auto d = detail::decode_set_sh_reg(p);
+        if (!d) return refuse(d.why(), p, in_ib);
+        sh_.write(d->offset, d->values);
+        return step::done;
+      }
+      case a::opcode::dispatch_direct: {
+        const auto d = detail::decode_dispatch_direct(p, b_.family);
+        if (!d) return refuse(d.why(), p, in_ib);
+        return dispatch(*d, p, in_ib);
+      }
+      case a::opcode::acquire_mem: {
+        // The emulated caches are coherent: nothing to write back or invalidate. Every workgroup of
+        // earlier dispatches ran on this thread, so their stores are ordered before what follows.
+        const auto d = detail::decode_acquire_mem(p, b_.family);
+        return d ? step::done : refuse(d.why(), p, in_ib);
+      }
+      case a::opcode::release_mem: {
+        const auto d = detail::decode_release_mem(p);
+        if (!d) return refuse(d.why(), p, in_ib);
+        return release_mem(*d, p, in_ib);
+      }
+      case a::opcode::wait_reg_mem: {
+        const auto d = detail::decode_wait_reg_mem(p);
+        if (!d) return refuse(d.why(), p, in_ib);
+        return wait_reg_mem(*d, p, in_ib);
+      }
+      case a::opcode::write_data: {
+        const auto d = detail::decode_write_data(p);
+        if (!d) return refuse(d.why(), p, in_ib);
+        return write_data(*d, p, in_ib);
+      }
+      case a::opcode::indirect_buffer: {
+        const auto d = detail::decode_indirect_buffer(p);
+        if (!d) return refuse(d.why(), p, in_ib);
+        return indirect_buffer(*d, p, depth);
+      }
+      case a::opcode::event_write: {
+        // The emulated pipe is idle between packets: partial flushes complete at once.
+        const auto d = detail::decode_event_write(p);
+        return d ? step::done : refuse(d.why(), p, in_ib);
+      }
+      case a::opcode::pred_exec: {
+        const auto d = detail::decode_pred_exec(p);
+        if (!d) return refuse(d.why(), p, in_ib);
+        // MEC firmware: outside an IB it acts as EXEC_COUNT 0 (spec §1.3). The emulator is XCC 0.
+        if (in_ib) pred_skip_ = (d->xcc_mask & 1u) ? 0 : d->exec_count;
+        return step::done;
+      }
+      default: break;
+    }
+    const char* name = ring::pm4::opcode_name(static_cast<std::uint32_t>(h->op));
+    return refuse(detail::refuse(engine_fault::unknown_opcode, name ? std::string(name) + " is not run by this emulated MEC" : ""),
+                  p, in_ib);
+  }
 
-  // ------------------------------------------------------------------ dispatch (emu/pm4_dispatch.hpp)
-  struct dispatch_state {
-    // kd synthesized (rsrc2 and the wave32 bit), pkt synthesized (grid and workgroup sizes),
-    // user SGPRs from COMPUTE_USER_DATA_*.
-    dispatch_plan plan;
-    std::uint64_t total_wg = 0;
-    unsigned waves_per_wg = 1;
-    bool hangs_on_preemption = false;  // DEGFX11_12113 without PRIV
-    // Restored state, as read back from the CWSR area: the wave records of workgroups
-    // [restored_first, restored_first + restored_count); wg_first_wave[k] indexes image.offsets
-    // (one extra entry at the end), so a workgroup's records are one contiguous byte range.
-    std::uint64_t restored_first = 0;
-    std::uint64_t restored_count = 0;
-    cwsr_image image;
-    std::vector<std::uint32_t> wg_first_wave;
-    [[nodiscard]] bool restored(std::uint64_t wg) const noexcept {
-      return wg >= restored_first && wg - restored_first < restored_count;
+  step release_mem(const detail::release_mem_fields& d, std::span<const std::uint32_t> p, bool in_ib) {
+    using ds = abi::pm4::release_mem::data_sel_value;
+    if (b_.eop_buffer_bytes == 0 || !vm_.is_mapped(b_.eop_buffer_va, b_.eop_buffer_bytes))
+      return refuse({engine_fault::no_eop_buffer, "the queue has no mapped EOP buffer", 0}, p, in_ib);
+    if (const std::uint32_t size = d.data_bytes(); size != 0) {
+      if (!vm_.is_mapped(d.address, size)) return refuse({engine_fault::not_mapped, "RELEASE_MEM destination", d.address}, p, in_ib);
+      // End of pipe: every earlier workgroup ran on this thread; the release store publishes them.
+      if (size == 4) {
+        std::atomic_ref<std::uint32_t>(*host<std::uint32_t>(d.address)).store(lo32(d.data), std::memory_order_release);
+      } else {
+        const std::uint64_t v = d.data_sel == ds::data64 ? d.data : gpu_clock();
+        std::atomic_ref<std::uint64_t>(*host<std::uint64_t>(d.address)).store(v, std::memory_order_release);
+      }
     }
-    [[nodiscard]] std::size_t record_begin(std::uint64_t k) const noexcept {
-      const std::uint32_t w = wg_first_wave[k];
-      return w < image.offsets.size() ? image.offsets[w] : image.records.size();
+    if (d.interrupts()) {
+      // KFD: INT_CTXID is the event id; gfx9-class queues send 0 (tinygrad) and the kernel then
+      // finds the event from the slot written — the emulator uses the value written instead.
+      const bool gfx9 = detail::pm4_gfx9_form(b_.family);
+      const std::uint32_t id = (d.int_ctxid != 0 || !gfx9 || d.data_sel != ds::data32_low) ? d.int_ctxid : lo32(d.data);
+      events_.signal_event(id);
     }
+    return step::done;
+  }
+
+  step wait_reg_mem(const detail::wait_reg_mem_fields& d, std::span<const std::uint32_t> p, bool in_ib) {
+    if (!d.memory) return step::done;  // register polls (HDP flush): the emulated HDP is always flushed
+    if (!vm_.is_mapped(d.address, 4)) return refuse({engine_fault::not_mapped, "WAIT_REG_MEM poll address", d.address}, p, in_ib);
+    const std::uint32_t v = std::atomic_ref<std::uint32_t>(*host<std::uint32_t>(d.address)).load(std::memory_order_acquire);
+    return d.holds(v) ? step::done : step::retry;
+  }
+
+  step write_data(const detail::write_data_fields& d, std::span<const std::uint32_t> p, bool in_ib) {
+    const std::size_t n = d.data.size();
+    if (!vm_.is_mapped(d.address, d.fixed_address ? 4 : 4 * n))
+      return refuse({engine_fault::not_mapped, "WRITE_DATA destination", d.address}, p, in_ib);
+    auto* dst = host<std::uint32_t>(d.address);
+    for (std::size_t i = 0; i < n; ++i)
+      std::atomic_ref<std::uint32_t>(dst[d.fixed_address ? 0 : i]).store(d.data[i], std::memory_order_release);
+    return step::done;
+  }
+
+  step indirect_buffer(const detail::indirect_buffer_fields& d, std::span<const std::uint32_t> p, unsigned depth) {
+    if (d.chain) return refuse({engine_fault::reserved_bits, "chained IBs are not supported", 0}, p, depth != 0);
+    if (depth + 1 > opt_.max_ib_depth) return refuse({engine_fault::bad_count, "indirect buffers nested too deep", 0}, p, depth != 0);
+    if (!vm_.is_mapped(d.address, 4ull * d.size_dw)) return refuse({engine_fault::not_mapped, "indirect buffer", d.address}, p, depth != 0);
+    std::vector<std::uint32_t> buf(d.size_dw);
+    std::memcpy(buf.data(), host<const std::uint32_t>(d.address), 4ull * d.size_dw);
+    pred_skip_ = 0;
+    for (std::size_t at = 0; at < d.size_dw;) {
+      const std::uint64_t len = detail::pm4_packet_dwords(buf[at]);
+      if (at + len > d.size_dw) {
+        fail(engine_fault::bad_count, std::span<const std::uint32_t>(buf).subspan(at), d.address + 4 * at, true,
+             "packet runs past the end of its indirect buffer");
+        return step::fault;
+      }
+      if (pred_skip_ != 0) {  // PRED_EXEC excluded this XCC: skip the next EXEC_COUNT dwords
+        const std::uint32_t skip = static_cast<std::uint32_t>(std::min<std::uint64_t>(pred_skip_, d.size_dw - at));
+        pred_skip_ = 0;
+        at += skip;
+        continue;
+      }
+      const auto pk = std::span<const std::uint32_t>(buf).subspan(at, len);
+      step s;
+      while ((s = execute(pk, depth + 1, true)) == step::retry) {
+        if (preemption_point(nullptr) == step::stopped) return step::stopped;
+        std::unique_lock lock(mu_);
+        if (stop_) return step::stopped;
+        cv_.wait_for(lock, opt_.wait_poll);
+      }
+      if (s != step::done) return s;
+      at += len;
+    }
+    return step::done;
+  }
+
+  // ------------------------------------------------------------------ dispatch
+  struct running_dispatch {
+    detail::pm4_dispatch d;
+    std::uint64_t key = 0;  // the dispatch count when it started (its CWSR records name it)
+    std::uint64_t next_wg = 0;
   };
 
-  step dispatch_direct(std::span<const std::uint32_t> p, bool in_ib);
-  [[nodiscard]] std::vector<wave_state> fresh_waves(const dispatch_state& st, std::uint64_t wg) const;
-  step run_dispatch(dispatch_state& st, std::span<const std::uint32_t> p, bool in_ib);
+  step dispatch(const detail::dispatch_direct_fields& dd, std::span<const std::uint32_t> p, bool in_ib) {
+    auto planned = detail::plan_pm4_dispatch(dd, sh_, target_, vm_, registry_);
+    if (!planned) return refuse(planned.why(), p, in_ib);
+    running_dispatch run{*planned, dispatches_.fetch_add(1, std::memory_order_acq_rel) + 1, 0};
+    {
+      std::lock_guard lock(mu_);
+      sh_snapshot_ = sh_;  // what sh_register() reports: the state of the last dispatch
+    }
+    workgroup_executor executor(vm_, 0);  // one workgroup at a time, on this thread
+    std::vector<wave_state> waves;
+    for (; run.next_wg < run.d.total_wg; ++run.next_wg) {
+      const step pre = preemption_point(&run);
+      if (pre != step::done) return pre;  // stopped, or the save/restore failed or hung: the queue stays here
+      const std::uint64_t wg = run.next_wg;
+      std::optional<workgroup_fault> f;
+      switch (preemptor_.take(run.key, wg, waves)) {
+        case detail::cwsr_preemptor::take_result::restored: f = executor.run(run.d.plan, wg, waves); break;
+        case detail::cwsr_preemptor::take_result::not_restored: f = executor.run(run.d.plan, wg); break;
+        case detail::cwsr_preemptor::take_result::corrupt:
+          fail(engine_fault::cwsr_restore_failed, p, b_.cwsr.address, in_ib,
+               "restored wave record of workgroup " + std::to_string(wg) + " is corrupt");
+          return step::fault;
+      }
+      if (f) {
+        fail(engine_fault_of(f->what), p, f->address, in_ib, f->detail);
+        return step::fault;
+      }
+      preemptor_.note_workgroup();
+    }
+    return step::done;
+  }
 
-  // ------------------------------------------------------------------ preemption (emu/pm4_preemption.hpp)
-  // Serves a pending preemption (on demand, every N workgroups, timer). `in_dispatch`: called
-  // before workgroup current_wg_ of *current_. Returns done, fault (hang recorded) or stopped.
-  step preemption_point(bool in_dispatch);
-
-  [[nodiscard]] std::span<const std::uint32_t> cur_packet_view() const noexcept { return cur_; }
+  // Serves a pending preemption (on demand, every N workgroups, timer). `run`: called before
+  // workgroup run->next_wg of that dispatch; null between packets. done, fault (hang recorded) or stopped.
+  step preemption_point(const running_dispatch* run) {
+    if (stopping()) return step::stopped;
+    if (!preemptor_.due(run != nullptr)) return step::done;
+    detail::resident_dispatch resident[1];
+    std::size_t n = 0;
+    if (run) resident[n++] = {run->key, &run->d.plan, run->next_wg, run->d.total_wg, run->d.waves_per_wg, run->d.hangs_on_preemption};
+    const auto out = preemptor_.preempt(std::span<const detail::resident_dispatch>(resident, n));
+    switch (out.what) {
+      case detail::cwsr_preemptor::outcome_kind::resumed: return step::done;
+      case detail::cwsr_preemptor::outcome_kind::stopped: return step::stopped;
+      case detail::cwsr_preemptor::outcome_kind::fault: break;
+    }
+    std::string why = out.why;
+    if (out.fault == engine_fault::cwsr_hang_without_priv)
+      // DEGFX11_12113: the waves of a PM4 dispatch without PRIV never reach the trap handler's
+      // save; the queue does not come off the hardware and makes no more progress.
+      why = "gfx_target_version " + std::to_string(b_.gfx_target_version) +
+            " needs COMPUTE_PGM_RSRC1.PRIV=1 on PM4 dispatches (DEGFX11_12113, spec/kfd.md §4); " + why;
+    fail(out.fault, cur_, out.address, false, why);
+    return step::fault;
+  }
 
   [[nodiscard]] std::uint64_t gpu_clock() const noexcept {
     const std::uint64_t ns = events_.timestamp();
     return opt_.gpu_clock_hz == 1'000'000'000 ? ns : ns / (1'000'000'000 / opt_.gpu_clock_hz);
-  }
-  [[nodiscard]] static std::string hex(std::uint64_t v) {
-    char b[24];
-    std::snprintf(b, sizeof b, "%llX", static_cast<unsigned long long>(v));
-    return b;
   }
 
   // ------------------------------------------------------------------ state
@@ -398,38 +495,28 @@ class pm4_processor : public queue_wakeup {
   event_notifier& events_;
   const host_kernel_registry& registry_;
   pm4_processor_options opt_;
+  detail::pm4_dispatch_target target_;
   std::uint32_t* ring_ = nullptr;
   std::uint64_t ring_dwords_ = 0;
   std::uint64_t* rptr_ = nullptr;
   std::uint64_t* wptr_ = nullptr;
-  cwsr_machine machine_{};
-  result<void> capacity_ = ok();
-  bool gfx9_form_ = false;
+  detail::cwsr_preemptor preemptor_;
+  engine_error_slot errors_;
 
   // processor thread only
   std::uint64_t rptr_local_ = 0;
-  std::array<std::uint32_t, 0x400> sh_{};
+  detail::sh_register_file sh_;
   std::vector<std::uint32_t> cur_;
   bool dead_ = false;
   std::uint32_t pred_skip_ = 0;
   unsigned retries_ = 0;
-  dispatch_state* current_ = nullptr;
-  std::uint64_t current_wg_ = 0;
-  std::uint64_t wg_since_preempt_ = 0;
-  std::chrono::steady_clock::time_point next_timer_preempt_{};
 
   std::atomic<std::uint64_t> rptr_pub_{0};
   std::atomic<std::uint64_t> dispatches_{0};
 
-  // Guarded by queue_wakeup::mu_: the preemption flags, stats_, sh_snapshot_.
+  // Guarded by queue_wakeup::mu_.
   mutable std::condition_variable state_cv_;
-  bool preempt_requested_ = false;
-  bool resume_requested_ = false;
-  bool preempted_ = false;
-  pm4_preemption_stats stats_{};
-  std::array<std::uint32_t, 0x400> sh_snapshot_{};
-
-  engine_error_slot errors_;
+  detail::sh_register_file sh_snapshot_;
 
   std::thread thread_;
 };
@@ -467,8 +554,3 @@ template <class Word>
 }
 
 }  // namespace aqueduct::emu
-
-// The members defined in their own headers (each includes this one, so any of them may come first).
-#include <aqueduct/emu/pm4_packets.hpp>
-#include <aqueduct/emu/pm4_dispatch.hpp>
-#include <aqueduct/emu/pm4_preemption.hpp>

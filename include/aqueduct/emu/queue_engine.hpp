@@ -112,26 +112,40 @@ class event_table_notifier final : public event_notifier {
   return abi::sdma::engine_from_ip(p->sdma_version / 10, p->sdma_version % 10);
 }
 
-// The processor binding of a PM4 queue that CREATE_QUEUE accepted on `node`.
-[[nodiscard]] inline result<pm4_queue_binding> pm4_binding_of(const queue_info& q, const gpu_node& node) {
-  if (q.type != abi::kfd::queue_type_compute)
-    return failure(errc::invalid_argument, "queue " + std::to_string(q.queue_id) + " is not a PM4 compute queue");
-  const auto fam = arch::family_of(node.props.gfx_target_version);
-  if (!fam) return failure(errc::not_supported, "gfx_target_version " + std::to_string(node.props.gfx_target_version));
-  pm4_queue_binding b;
+// What every engine's binding holds: the ring and the pointers CREATE_QUEUE accepted.
+[[nodiscard]] inline queue_binding binding_of(const queue_info& q) noexcept {
+  queue_binding b;
   b.ring_va = q.ring_base_address;
   b.ring_bytes = q.ring_size;
   b.read_pointer_va = q.read_pointer_address;
   b.write_pointer_va = q.write_pointer_address;
-  b.eop_buffer_va = q.eop_buffer_address;
-  b.eop_buffer_bytes = q.eop_buffer_size;
-  b.cwsr = {q.ctx_save_restore_address, q.ctx_save_restore_size, q.ctl_stack_size};
-  b.node = cwsr_inputs_of(node.props);
+  b.gpu_id = q.gpu_id;
+  b.queue_id = q.queue_id;
+  return b;
+}
+// A compute queue's (AQL or PM4): also the node's part, family and the CWSR area.
+[[nodiscard]] inline result<compute_queue_binding> compute_binding_of(const queue_info& q, const gpu_node& node) {
+  const auto fam = arch::family_of(node.props.gfx_target_version);
+  if (!fam) return failure(errc::not_supported, "gfx_target_version " + std::to_string(node.props.gfx_target_version));
+  compute_queue_binding b;
+  static_cast<queue_binding&>(b) = binding_of(q);
   b.family = *fam;
   b.gfx_target_version = node.props.gfx_target_version;
   b.simd_arrays_per_engine = node.props.simd_arrays_per_engine;
-  b.gpu_id = q.gpu_id;
-  b.queue_id = q.queue_id;
+  b.cwsr = {q.ctx_save_restore_address, q.ctx_save_restore_size, q.ctl_stack_size};
+  b.node = cwsr_inputs_of(node.props);
+  return b;
+}
+
+// The processor binding of a PM4 queue that CREATE_QUEUE accepted on `node`.
+[[nodiscard]] inline result<pm4_queue_binding> pm4_binding_of(const queue_info& q, const gpu_node& node) {
+  if (q.type != abi::kfd::queue_type_compute)
+    return failure(errc::invalid_argument, "queue " + std::to_string(q.queue_id) + " is not a PM4 compute queue");
+  AQUEDUCT_TRY(auto c, compute_binding_of(q, node));
+  pm4_queue_binding b;
+  static_cast<compute_queue_binding&>(b) = c;
+  b.eop_buffer_va = q.eop_buffer_address;
+  b.eop_buffer_bytes = q.eop_buffer_size;
   return b;
 }
 
@@ -139,33 +153,21 @@ class event_table_notifier final : public event_notifier {
 // read_dispatch_id / write_dispatch_id (as ROCr creates them), which locates the amd_queue; any
 // other layout runs without one (no queue pointer SGPRs, no scratch SRD).
 [[nodiscard]] inline result<aql_queue_binding> aql_binding_of(const queue_info& q, const gpu_node& node) {
-  const auto fam = arch::family_of(node.props.gfx_target_version);
-  if (!fam) return failure(errc::not_supported, "gfx_target_version " + std::to_string(node.props.gfx_target_version));
+  AQUEDUCT_TRY(auto c, compute_binding_of(q, node));
   aql_queue_binding b;
-  b.ring_va = q.ring_base_address;
-  b.ring_bytes = q.ring_size;
-  b.read_index_va = q.read_pointer_address;
-  b.write_index_va = q.write_pointer_address;
+  static_cast<compute_queue_binding&>(b) = c;
   constexpr std::uint64_t rd = offsetof(abi::amd_queue, read_dispatch_id), wr = offsetof(abi::amd_queue, write_dispatch_id);
   if (q.read_pointer_address >= rd && q.write_pointer_address == q.read_pointer_address - rd + wr &&
       (q.read_pointer_address - rd) % abi::amd_queue_align == 0)
     b.amd_queue_va = q.read_pointer_address - rd;
-  b.family = *fam;
-  b.gpu_id = q.gpu_id;
-  b.queue_id = q.queue_id;
   return b;
 }
 
 [[nodiscard]] inline sdma_queue_binding sdma_binding_of(const queue_info& q, abi::sdma::engine e) noexcept {
   sdma_queue_binding b;
-  b.ring_va = q.ring_base_address;
-  b.ring_bytes = q.ring_size;
-  b.read_pointer_va = q.read_pointer_address;
-  b.write_pointer_va = q.write_pointer_address;
+  static_cast<queue_binding&>(b) = binding_of(q);
   b.doorbell = static_cast<const std::uint64_t*>(q.doorbell);
   b.engine = e;
-  b.gpu_id = q.gpu_id;
-  b.queue_id = q.queue_id;
   return b;
 }
 
@@ -230,6 +232,31 @@ class queue_engine final : public queue_port {
   [[nodiscard]] pm4_processor* pm4() const noexcept { return pm4_.load(std::memory_order_acquire); }
   [[nodiscard]] sdma_engine* sdma() const noexcept { return sdma_.load(std::memory_order_acquire); }
   [[nodiscard]] bool running() const noexcept { return wake_.load(std::memory_order_acquire) != nullptr; }
+
+  // ---- preemption of a compute queue (AQL or PM4), through its CWSR area ------------------------
+  // On demand: the queue goes off the hardware at its next preemption point until resume().
+  // false (and nothing happens) for an SDMA queue or when no engine runs.
+  bool request_preemption() noexcept {
+    if (auto* a = aql()) a->request_preemption();
+    else if (auto* p = pm4()) p->request_preemption();
+    else return false;
+    return true;
+  }
+  void resume() noexcept {
+    if (auto* a = aql()) a->resume();
+    if (auto* p = pm4()) p->resume();
+  }
+  // True once the queue is saved and off the hardware.
+  [[nodiscard]] bool wait_preempted(std::chrono::milliseconds timeout) const {
+    if (auto* a = aql()) return a->wait_preempted(timeout);
+    if (auto* p = pm4()) return p->wait_preempted(timeout);
+    return false;
+  }
+  [[nodiscard]] std::optional<emu::preemption_stats> preemption_stats() const {
+    if (auto* a = aql()) return a->preemption_stats();
+    if (auto* p = pm4()) return p->preemption_stats();
+    return std::nullopt;
+  }
 
   // Stops and joins the engine's threads (in-flight work finishes; nothing more is fetched),
   // waiting at most `timeout` (then the engine is abandoned: see engine_options::stop_timeout).

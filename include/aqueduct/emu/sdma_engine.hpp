@@ -28,6 +28,7 @@
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/emu/engine_error.hpp>
 #include <aqueduct/emu/engine_ports.hpp>
+#include <aqueduct/emu/queue_binding.hpp>
 #include <aqueduct/emu/queue_wakeup.hpp>
 
 #include <atomic>
@@ -45,16 +46,12 @@
 
 namespace aqueduct::emu {
 
-// Where an SDMA queue's memory is (from KFD CREATE_QUEUE) and which engine version decodes it.
-struct sdma_queue_binding {
-  std::uint64_t ring_va = 0;
-  std::uint64_t ring_bytes = 0;        // power of two >= 1024
-  std::uint64_t read_pointer_va = 0;   // u64 the engine writes (bytes consumed)
-  std::uint64_t write_pointer_va = 0;  // u64 the producer writes (the engine's wptr poll address)
+// Where an SDMA queue's memory is (from KFD CREATE_QUEUE) and which engine version decodes it. The
+// pointers are u64 byte counts (the write pointer is the engine's wptr poll address); the ring a
+// power of two >= 1024 bytes.
+struct sdma_queue_binding : queue_binding {
   const std::uint64_t* doorbell = nullptr;  // the doorbell word (read only when write_pointer_va is 0)
   abi::sdma::engine engine = abi::sdma::engine::v6_0;
-  std::uint32_t gpu_id = 0;
-  std::uint32_t queue_id = 0;
 };
 
 using abi::sdma::engine_name;

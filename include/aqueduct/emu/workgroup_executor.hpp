@@ -1,6 +1,7 @@
 // aqueduct/emu/workgroup_executor.hpp — runs one workgroup of a dispatch, for every packet engine.
 //
-// Layer: emu. The AQL processor (emu/aql_processor.hpp) and the PM4 MEC (emu/pm4_dispatch.hpp)
+// Layer: emu. The AQL processor (emu/aql_processor.hpp) and the PM4 MEC (emu/pm4_processor.hpp,
+// emu/detail/pm4_dispatch.hpp)
 // decode their dispatches differently — a packet and a kernel descriptor, or SH registers — but
 // from then on a dispatch is the same thing: a `dispatch_plan` (descriptor, grid, the CP's
 // inputs, LDS bytes, the code to run). A `workgroup_executor` builds a workgroup's initial waves

@@ -46,6 +46,10 @@ namespace aqueduct::emu::detail {
 
 namespace k = abi::kfd;
 
+// The ioctl table below is keyed by the kernel's names (abi/kfd_ioctl.hpp), by their nr: the kernel
+// dispatches on the nr alone and takes its own cmd (kfd_ioctl, spec/kfd.md §2.1).
+constexpr unsigned nr(unsigned long request) noexcept { return k::ioc_nr(request); }
+
 // x86-64 TASK_SIZE_MAX: what access_ok() accepts (spec/kfd.md §2.3: only out-of-range fails).
 inline constexpr std::uint64_t user_va_limit = (1ull << 47) - 4096;
 constexpr bool access_ok(std::uint64_t addr, std::uint64_t size) noexcept {
@@ -145,7 +149,7 @@ struct device_state {
     try {
       int r;
       std::vector<std::function<void()>> after;
-      if (k::ioc_nr(request) == 0x0C) {  // WAIT_EVENTS blocks: never under `m`
+      if (k::ioc_nr(request) == nr(k::amdkfd_ioc_wait_events)) {  // WAIT_EVENTS blocks: never under `m`
         r = dispatch(request, arg);
       } else {
         std::unique_lock lock(m);
@@ -185,32 +189,35 @@ struct device_state {
   }
 
   [[nodiscard]] unsigned command_end() const noexcept {
-    return cfg.ioctl_minor >= 13 ? k::command_end : cfg.ioctl_minor == 12 ? 0x25 : 0x24;
+    // KFD 1.12 added EXPORT_DMABUF, 1.13 RUNTIME_ENABLE and what follows (kfd_ioctl.h's history).
+    return cfg.ioctl_minor >= 13   ? k::command_end
+           : cfg.ioctl_minor == 12 ? nr(k::amdkfd_ioc_runtime_enable)
+                                   : nr(k::amdkfd_ioc_export_dmabuf);
   }
 
   int dispatch(unsigned long request, void* arg) {
-    const unsigned nr = k::ioc_nr(request);
-    if (nr < k::command_start || nr >= command_end()) return -ENOTTY;
-    switch (nr) {
-      case 0x01: return run<k::get_version_args>(k::amdkfd_ioc_get_version, request, arg, [&](auto& a) {
+    const unsigned n = k::ioc_nr(request);
+    if (n < k::command_start || n >= command_end()) return -ENOTTY;
+    switch (n) {
+      case nr(k::amdkfd_ioc_get_version): return run<k::get_version_args>(k::amdkfd_ioc_get_version, request, arg, [&](auto& a) {
           a.major_version = k::ioctl_major_version;
           a.minor_version = cfg.ioctl_minor;
           return 0;
         });
-      case 0x02: {
+      case nr(k::amdkfd_ioc_create_queue): {
         const unsigned long kcmd = cfg.ioctl_minor >= 17 ? k::amdkfd_ioc_create_queue : k::amdkfd_ioc_create_queue_1_11;
         return run<k::create_queue_args>(kcmd, request, arg, [&](auto& a) { return create_queue(a); });
       }
-      case 0x03: return run<k::destroy_queue_args>(k::amdkfd_ioc_destroy_queue, request, arg,
+      case nr(k::amdkfd_ioc_destroy_queue): return run<k::destroy_queue_args>(k::amdkfd_ioc_destroy_queue, request, arg,
                                                    [&](auto& a) { return destroy_queue(a.queue_id); });
-      case 0x04: return run<k::set_memory_policy_args>(k::amdkfd_ioc_set_memory_policy, request, arg, [&](auto& a) {
+      case nr(k::amdkfd_ioc_set_memory_policy): return run<k::set_memory_policy_args>(k::amdkfd_ioc_set_memory_policy, request, arg, [&](auto& a) {
           if (a.default_policy > k::cache_policy_noncoherent || a.alternate_policy > k::cache_policy_noncoherent)
             return -EINVAL;
           auto* p = find_pdd(a.gpu_id);
           if (!p) return -EINVAL;
           return p->acquired() ? 0 : -ESRCH;
         });
-      case 0x05: return run<k::get_clock_counters_args>(k::amdkfd_ioc_get_clock_counters, request, arg, [&](auto& a) {
+      case nr(k::amdkfd_ioc_get_clock_counters): return run<k::get_clock_counters_args>(k::amdkfd_ioc_get_clock_counters, request, arg, [&](auto& a) {
           const auto ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                          std::chrono::steady_clock::now().time_since_epoch())
                                                          .count());
@@ -220,36 +227,39 @@ struct device_state {
           a.system_clock_freq = 1000000000;
           return 0;
         });
-      case 0x07: return run<k::update_queue_args>(k::amdkfd_ioc_update_queue, request, arg,
+      case nr(k::amdkfd_ioc_update_queue): return run<k::update_queue_args>(k::amdkfd_ioc_update_queue, request, arg,
                                                   [&](auto& a) { return update_queue(a); });
-      case 0x08: return run<k::create_event_args>(k::amdkfd_ioc_create_event, request, arg,
+      case nr(k::amdkfd_ioc_create_event): return run<k::create_event_args>(k::amdkfd_ioc_create_event, request, arg,
                                                   [&](auto& a) { return create_event(a); });
-      case 0x09: return run<k::destroy_event_args>(k::amdkfd_ioc_destroy_event, request, arg,
+      case nr(k::amdkfd_ioc_destroy_event): return run<k::destroy_event_args>(k::amdkfd_ioc_destroy_event, request, arg,
                                                    [&](auto& a) { return events.destroy(a.event_id); });
-      case 0x0A: return run<k::set_event_args>(k::amdkfd_ioc_set_event, request, arg,
+      case nr(k::amdkfd_ioc_set_event): return run<k::set_event_args>(k::amdkfd_ioc_set_event, request, arg,
                                                [&](auto& a) { return events.set(a.event_id); });
-      case 0x0B: return run<k::reset_event_args>(k::amdkfd_ioc_reset_event, request, arg,
+      case nr(k::amdkfd_ioc_reset_event): return run<k::reset_event_args>(k::amdkfd_ioc_reset_event, request, arg,
                                                  [&](auto& a) { return events.reset(a.event_id); });
-      case 0x0C: return run<k::wait_events_args>(k::amdkfd_ioc_wait_events, request, arg, [&](auto& a) {
+      case nr(k::amdkfd_ioc_wait_events): return run<k::wait_events_args>(k::amdkfd_ioc_wait_events, request, arg, [&](auto& a) {
           if (a.num_events && !a.events_ptr) return -EFAULT;
           return events.wait(a, reinterpret_cast<k::event_data*>(a.events_ptr));
         });
-      case 0x0D: case 0x0E: case 0x0F: case 0x10: return -EPERM;  // deprecated debugger ioctls
-      case 0x11: return run<k::set_scratch_backing_va_args>(k::amdkfd_ioc_set_scratch_backing_va, request, arg,
+      case k::nr_dbg_register_deprecated:
+      case k::nr_dbg_unregister_deprecated:
+      case k::nr_dbg_address_watch_deprecated:
+      case k::nr_dbg_wave_control_deprecated: return -EPERM;  // kfd_ioctl_dbg_*_deprecated
+      case nr(k::amdkfd_ioc_set_scratch_backing_va): return run<k::set_scratch_backing_va_args>(k::amdkfd_ioc_set_scratch_backing_va, request, arg,
                                                             [&](auto& a) { return bound(a.gpu_id, -ENODEV); });
-      case 0x13: return run<k::set_trap_handler_args>(k::amdkfd_ioc_set_trap_handler, request, arg,
+      case nr(k::amdkfd_ioc_set_trap_handler): return run<k::set_trap_handler_args>(k::amdkfd_ioc_set_trap_handler, request, arg,
                                                       [&](auto& a) { return bound(a.gpu_id, -ESRCH); });
-      case 0x14: return run<k::get_process_apertures_new_args>(k::amdkfd_ioc_get_process_apertures_new, request, arg,
+      case nr(k::amdkfd_ioc_get_process_apertures_new): return run<k::get_process_apertures_new_args>(k::amdkfd_ioc_get_process_apertures_new, request, arg,
                                                                [&](auto& a) { return apertures(a); });
-      case 0x15: return run<k::acquire_vm_args>(k::amdkfd_ioc_acquire_vm, request, arg,
+      case nr(k::amdkfd_ioc_acquire_vm): return run<k::acquire_vm_args>(k::amdkfd_ioc_acquire_vm, request, arg,
                                                 [&](auto& a) { return acquire_vm(a); });
-      case 0x16: return run<k::alloc_memory_of_gpu_args>(k::amdkfd_ioc_alloc_memory_of_gpu, request, arg,
+      case nr(k::amdkfd_ioc_alloc_memory_of_gpu): return run<k::alloc_memory_of_gpu_args>(k::amdkfd_ioc_alloc_memory_of_gpu, request, arg,
                                                          [&](auto& a) { return alloc_memory(a); });
-      case 0x17: return run<k::free_memory_of_gpu_args>(k::amdkfd_ioc_free_memory_of_gpu, request, arg,
+      case nr(k::amdkfd_ioc_free_memory_of_gpu): return run<k::free_memory_of_gpu_args>(k::amdkfd_ioc_free_memory_of_gpu, request, arg,
                                                         [&](auto& a) { return free_memory(a.handle); });
-      case 0x18: return run<k::map_memory_to_gpu_args>(k::amdkfd_ioc_map_memory_to_gpu, request, arg,
+      case nr(k::amdkfd_ioc_map_memory_to_gpu): return run<k::map_memory_to_gpu_args>(k::amdkfd_ioc_map_memory_to_gpu, request, arg,
                                                        [&](auto& a) { return map_memory(a, true); });
-      case 0x19: return run<k::unmap_memory_from_gpu_args>(k::amdkfd_ioc_unmap_memory_from_gpu, request, arg,
+      case nr(k::amdkfd_ioc_unmap_memory_from_gpu): return run<k::unmap_memory_from_gpu_args>(k::amdkfd_ioc_unmap_memory_from_gpu, request, arg,
                                                            [&](auto& a) {
                                                              k::map_memory_to_gpu_args m2{};
                                                              std::memcpy(&m2, &a, sizeof(a));
@@ -257,18 +267,18 @@ struct device_state {
                                                              std::memcpy(&a, &m2, sizeof(a));
                                                              return r;
                                                            });
-      case 0x21: return run<k::set_xnack_mode_args>(k::amdkfd_ioc_set_xnack_mode, request, arg, [&](auto& a) {
+      case nr(k::amdkfd_ioc_set_xnack_mode): return run<k::set_xnack_mode_args>(k::amdkfd_ioc_set_xnack_mode, request, arg, [&](auto& a) {
           if (a.xnack_enabled >= 0) xnack = a.xnack_enabled != 0;
           a.xnack_enabled = xnack;
           return 0;
         });
-      case 0x23: return run<k::get_available_memory_args>(k::amdkfd_ioc_available_memory, request, arg, [&](auto& a) {
+      case nr(k::amdkfd_ioc_available_memory): return run<k::get_available_memory_args>(k::amdkfd_ioc_available_memory, request, arg, [&](auto& a) {
           auto* p = find_pdd(a.gpu_id);
           if (!p) return -EINVAL;
           a.available = p->node->props.vram_size - p->vram_used;
           return 0;
         });
-      case 0x25: return run<k::runtime_enable_args>(k::amdkfd_ioc_runtime_enable, request, arg, [&](auto& a) {
+      case nr(k::amdkfd_ioc_runtime_enable): return run<k::runtime_enable_args>(k::amdkfd_ioc_runtime_enable, request, arg, [&](auto& a) {
           if (a.mode_mask & k::runtime_enable_mode_enable_mask) {
             if (runtime_enabled) return -EEXIST;
             runtime_enabled = true;

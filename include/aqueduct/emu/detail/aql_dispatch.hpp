@@ -1,0 +1,145 @@
+// aqueduct/emu/detail/aql_dispatch.hpp — what an AQL kernel-dispatch packet launches: the packet and
+// its kernel descriptor checked as the CP checks them, turned into the dispatch plan every engine
+// runs (emu/workgroup_executor.hpp).
+//
+// Layer: emu (detail, not API). The CP reads the 64-byte kernel descriptor at kernel_object, finds
+// the code at its kernel_code_entry_byte_offset (an emulated code blob naming a host kernel, or
+// machine code for the ISA interpreter), and fills what the waves get from the CP: dispatch and
+// queue pointers, the scratch SRD and base from the amd_queue, the kernarg preload copy
+// (spec/packets.md §5.5, AMDGPUUsage initial state). Dimensions, workgroup sizes, descriptor
+// consistency, LDS and every address the dispatch will use are checked first; a refusal is a
+// `reject` (detail/decoded.hpp) the AQL engine stops its queue with.
+// Thread safety: pure function of its arguments (the VM, the amd_queue and the registry are read).
+#pragma once
+
+#include <aqueduct/abi/amd_queue.hpp>
+#include <aqueduct/abi/amd_signal.hpp>
+#include <aqueduct/abi/aql.hpp>
+#include <aqueduct/abi/kernel_descriptor.hpp>
+#include <aqueduct/arch/family.hpp>
+#include <aqueduct/emu/detail/decoded.hpp>
+#include <aqueduct/emu/engine_error.hpp>
+#include <aqueduct/emu/engine_ports.hpp>
+#include <aqueduct/emu/host_kernel.hpp>
+#include <aqueduct/emu/wave_state.hpp>
+#include <aqueduct/emu/workgroup_executor.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace aqueduct::emu::detail {
+
+// The queue a packet came from, as the CP knows it.
+struct aql_dispatch_source {
+  arch::family family = arch::family::gfx11;
+  std::uint64_t packet_va = 0;     // the slot (the dispatch pointer SGPRs name it)
+  std::uint64_t packet_index = 0;  // the dispatch id
+  std::uint64_t amd_queue_va = 0;  // 0: none (no queue pointer, no scratch SRD, no profiling)
+  std::uint32_t max_lds_bytes = 64 * 1024;
+};
+
+struct aql_dispatch {
+  dispatch_plan plan;
+  std::vector<std::uint32_t> kernarg_copy;  // kernarg preload (plan.inputs.kernarg_host points here)
+  std::uint64_t total_wg = 0;
+  unsigned waves_per_wg = 1;
+  bool profiling = false;  // the amd_queue asks for start/end timestamps in the completion signal
+};
+
+// A completion or dependency signal the CP may touch.
+[[nodiscard]] inline bool aql_signal_ok(const vm_access& vm, std::uint64_t va) noexcept {
+  return va % abi::amd_signal_align == 0 && vm.is_mapped(va, sizeof(abi::amd_signal));
+}
+
+// `out` is filled in place (a dispatch plan is large); on success, re-point
+// out.plan.inputs.kernarg_host at out.kernarg_copy whenever `out` moves.
+[[nodiscard]] inline reject plan_aql_dispatch(const abi::kernel_dispatch_packet& p, const aql_dispatch_source& q,
+                                              const vm_access& vm, const host_kernel_registry& registry, aql_dispatch& out) {
+  const unsigned dims = abi::dispatch_setup::dimensions::get(p.setup);
+  if (dims == 0 || (p.setup & ~abi::dispatch_setup::dimensions::mask) != 0)
+    return refuse(engine_fault::bad_dimensions, "setup.dimensions must be 1..3 and setup's reserved bits 0");
+  const std::uint32_t grid[3] = {p.grid_size_x, p.grid_size_y, p.grid_size_z};
+  const std::uint32_t wg[3] = {p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z};
+  for (unsigned d = 0; d < 3; ++d) {
+    if (wg[d] == 0) return refuse(engine_fault::bad_workgroup_size, "a workgroup size is 0");
+    if (grid[d] == 0) return refuse(engine_fault::bad_dimensions, "a grid size is 0");
+    if (d >= dims && (grid[d] != 1 || wg[d] != 1))
+      return refuse(engine_fault::bad_dimensions, "grid and workgroup sizes beyond setup.dimensions must be 1");
+  }
+  if (std::uint64_t(wg[0]) * wg[1] * wg[2] > 1024)
+    return refuse(engine_fault::bad_workgroup_size, "more than 1024 work-items per workgroup");
+  if (p.kernel_object == 0 || p.kernel_object % 64 != 0 || !vm.is_mapped(p.kernel_object, sizeof(abi::kernel_descriptor)))
+    return refuse(engine_fault::kernel_object_not_mapped, "", p.kernel_object);
+  dispatch_plan& plan = out.plan;
+  plan.family = q.family;
+  std::memcpy(&plan.kd, vm.host_address(p.kernel_object), sizeof plan.kd);
+  const auto& kd = plan.kd;
+  const std::uint64_t entry = p.kernel_object + static_cast<std::uint64_t>(kd.kernel_code_entry_byte_offset);
+  if (entry % abi::kernel_code_entry_align != 0 || !vm.is_mapped(entry, sizeof(emulated_code_blob)))
+    return refuse(engine_fault::bad_kernel_descriptor, "kernel code entry misaligned or not mapped", entry);
+  emulated_code_blob blob;
+  std::memcpy(&blob, vm.host_address(entry), sizeof blob);
+  const std::string_view name = emulated_code_name(blob);
+  if (!name.empty()) {
+    plan.fn = registry.find(name);
+    if (!plan.fn) return refuse(engine_fault::unknown_host_kernel, "host kernel '" + std::string(name) + "'", entry);
+  } else if (isa_supported(q.family)) {
+    plan.code_entry = entry;  // machine code: the interpreter runs it (emu/isa/)
+  } else {
+    return refuse(engine_fault::bad_kernel_descriptor,
+                  "no emulated code at the kernel entry, and no ISA interpreter for " + std::string(arch::family_name(q.family)),
+                  entry);
+  }
+  namespace kcp = abi::kernel_code_properties;
+  namespace r2 = abi::compute_pgm_rsrc2;
+  const std::uint16_t props = kd.kernel_code_properties;
+  if ((props & ~kcp::defined_mask) != 0) return refuse(engine_fault::bad_kernel_descriptor, "reserved kernel_code_properties bits");
+  if (kcp::enable_wavefront_size32::get(props) && !supports_wave32(q.family))
+    return refuse(engine_fault::bad_kernel_descriptor, "wave32 requested on a wave64-only family");
+  const unsigned user = r2::user_sgpr_count::get(kd.compute_pgm_rsrc2);
+  const unsigned needed = abi::enabled_user_sgpr_count(props) + abi::kernarg_preload::length::get(kd.kernarg_preload);
+  if (needed > user) return refuse(engine_fault::bad_kernel_descriptor, "enabled user SGPRs exceed rsrc2.USER_SGPR_COUNT");
+  if (r2::granulated_lds_size::get(kd.compute_pgm_rsrc2) != 0)
+    return refuse(engine_fault::bad_kernel_descriptor, "rsrc2.GRANULATED_LDS_SIZE must be 0 (the CP takes LDS from the packet)");
+  if (kcp::enable_sgpr_kernarg_segment_ptr::get(props) && kd.kernarg_size != 0 &&
+      (p.kernarg_address == 0 || !vm.is_mapped(p.kernarg_address, kd.kernarg_size)))
+    return refuse(engine_fault::kernarg_not_mapped, "", p.kernarg_address);
+  const std::uint64_t lds = std::uint64_t(p.group_segment_size) + kd.group_segment_fixed_size;
+  if (lds > q.max_lds_bytes) return refuse(engine_fault::lds_too_large, std::to_string(lds) + " bytes");
+  if (p.completion_signal != 0 && !aql_signal_ok(vm, p.completion_signal))
+    return refuse(engine_fault::signal_not_mapped, "completion signal", p.completion_signal);
+
+  plan.pkt = p;
+  plan.lds_bytes = static_cast<std::uint32_t>(lds);
+  dispatch_inputs& inputs = plan.inputs;
+  inputs.packet_va = q.packet_va;
+  inputs.queue_va = q.amd_queue_va;
+  inputs.dispatch_id = q.packet_index;
+  if (q.amd_queue_va != 0) {
+    auto* amdq = static_cast<abi::amd_queue*>(vm.host_address(q.amd_queue_va));
+    for (int i = 0; i < 4; ++i)
+      inputs.scratch_srd[i] = std::atomic_ref<std::uint32_t>(amdq->scratch_resource_descriptor[i]).load(std::memory_order_relaxed);
+    inputs.scratch_base = std::atomic_ref<std::uint64_t>(amdq->scratch_backing_memory_location).load(std::memory_order_relaxed);
+    out.profiling = abi::amd_queue_properties::enable_profiling::get(
+                        std::atomic_ref<std::uint32_t>(amdq->queue_properties).load(std::memory_order_relaxed)) != 0;
+  }
+  if (const unsigned pre = abi::kernarg_preload::length::get(kd.kernarg_preload); pre != 0 && p.kernarg_address != 0) {
+    const unsigned dwords = pre + abi::kernarg_preload::offset::get(kd.kernarg_preload);
+    if (!vm.is_mapped(p.kernarg_address, dwords * 4ull))
+      return refuse(engine_fault::kernarg_not_mapped, "kernarg preload", p.kernarg_address);
+    out.kernarg_copy.resize(dwords);
+    std::memcpy(out.kernarg_copy.data(), vm.host_address(p.kernarg_address), dwords * 4ull);
+    inputs.kernarg_host = out.kernarg_copy.data();
+    inputs.kernarg_dwords = dwords;
+  }
+  out.total_wg = plan.total_workgroups();
+  const unsigned wsize = plan.wave_size();
+  out.waves_per_wg = static_cast<unsigned>((std::uint64_t(wg[0]) * wg[1] * wg[2] + wsize - 1) / wsize);
+  return {};
+}
+
+}  // namespace aqueduct::emu::detail

@@ -1,0 +1,302 @@
+// aqueduct/emu/detail/pm4_decoder.hpp — the emulated MEC's PM4 decoder: a packet's dwords in, its
+// fields out, or why the MEC refuses it.
+//
+// Layer: emu (detail, not API). Pure functions: no memory is read but the packet's own dwords, no
+// state is kept. `decode_header` checks what every type-3 header must satisfy on a compute queue
+// (type 3, reserved bits [7:3], RESET_FILTER_CAM, PREDICATE, the fixed COUNT of fixed-size
+// packets); each `decode_<packet>` then checks its payload (reserved bits and values, alignment
+// of the addresses it names) and returns its fields, named as abi/pm4.hpp names them
+// (spec/packets.md §1.3). What a packet DOES — memory it writes, registers it sets, how long it
+// waits — is the MEC's (emu/pm4_processor.hpp); the decoder is what a stream written by
+// ring::pm4::encoder is checked against (tests/emu/pm4_decoder.cpp round-trips every encoder).
+// A refusal is a `reject` (detail/decoded.hpp): the engine fault, a reason a person can act on, and the address
+// when one is at fault.
+// Thread safety: pure functions.
+#pragma once
+
+#include <aqueduct/abi/pm4.hpp>
+#include <aqueduct/arch/family.hpp>
+#include <aqueduct/core/bits.hpp>
+#include <aqueduct/emu/detail/decoded.hpp>
+#include <aqueduct/emu/detail/sh_registers.hpp>
+#include <aqueduct/emu/engine_error.hpp>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <utility>
+
+namespace aqueduct::emu::detail {
+
+namespace pm4a = abi::pm4;
+
+// gfx9-class families (gfx9, gfx90a, gfx94x): 7-dword ACQUIRE_MEM, gfx9 DISPATCH_INITIATOR, wave64.
+[[nodiscard]] constexpr bool pm4_gfx9_form(arch::family f) noexcept {
+  return f == arch::family::gfx9 || f == arch::family::gfx90a || f == arch::family::gfx94x;
+}
+
+// The length in dwords of the packet whose first dword is `h`: COUNT + 2 for a type-3 header (1 for
+// the header-only NOP), 1 for anything else (the type-2 filler, or a word decode_header refuses).
+[[nodiscard]] constexpr std::uint64_t pm4_packet_dwords(std::uint32_t h) noexcept {
+  if (h == pm4a::type2_filler || pm4a::header_type::get(h) != pm4a::packet_type3) return 1;
+  return pm4a::type3_packet_dwords(h);
+}
+
+// ---- header ------------------------------------------------------------------------------------
+struct pm4_header {
+  bool filler = false;                   // the 1-dword type-2 filler: nothing to run
+  pm4a::opcode op = pm4a::opcode::nop;
+};
+[[nodiscard]] inline decoded<pm4_header> decode_header(std::span<const std::uint32_t> p, arch::family f) {
+  const std::uint32_t h = p[0];
+  if (h == pm4a::type2_filler) return pm4_header{true, pm4a::opcode::nop};
+  if (pm4a::header_type::get(h) != pm4a::packet_type3)
+    return refuse(engine_fault::not_type3, "");
+  if ((h & 0xF8u) != 0) return refuse(engine_fault::reserved_bits, "header bits [7:3] are reserved");
+  if (pm4a::header_reset_filter_cam::get(h))
+    return refuse(engine_fault::reserved_bits, "RESET_FILTER_CAM is only for *_PAIRS_PACKED");
+  if (pm4a::header_predicate::get(h)) return refuse(engine_fault::reserved_bits, "PREDICATE on a compute queue");
+  const auto op = static_cast<pm4a::opcode>(pm4a::header_opcode::get(h));
+  if (const std::uint32_t fixed = pm4a::fixed_packet_dwords(op, pm4_gfx9_form(f)); fixed != 0 && p.size() != fixed)
+    return refuse(engine_fault::bad_count, "this packet has exactly " + std::to_string(fixed) + " dwords");
+  return pm4_header{false, op};
+}
+
+// ---- SET_SH_REG (0x76) -------------------------------------------------------------------------
+struct set_sh_reg_fields {
+  std::uint32_t offset = 0;                  // from 0x2C00, in dwords
+  std::span<const std::uint32_t> values;     // into the packet
+};
+[[nodiscard]] inline decoded<set_sh_reg_fields> decode_set_sh_reg(std::span<const std::uint32_t> p) {
+  if (p.size() < 3) return refuse(engine_fault::bad_count, "SET_SH_REG needs a register offset and at least one value");
+  if ((p[1] & 0xFFFF0000u) != 0)
+    return refuse(engine_fault::reserved_bits, "SET_SH_REG dw1 [31:16] (VMID_SHIFT/INDEX) not supported");
+  set_sh_reg_fields d{pm4a::set_sh_reg::reg_offset::get(p[1]), p.subspan(2)};
+  if (!sh_register_file::fits(d.offset, d.values.size()))
+    return refuse(engine_fault::bad_register, "registers 0x" + hex_string(d.offset + pm4a::sh_reg_base) + "+" +
+                                                      std::to_string(d.values.size()) + " leave the SH window");
+  return d;
+}
+
+// ---- DISPATCH_DIRECT (0x15) --------------------------------------------------------------------
+struct dispatch_direct_fields {
+  std::array<std::uint32_t, 3> dim{};  // workgroup counts, or work-items with USE_THREAD_DIMENSIONS
+  std::uint32_t initiator = 0;         // COMPUTE_DISPATCH_INITIATOR
+};
+// The DISPATCH_INITIATOR bits a family defines (arch/family.hpp dispatch_initiator_*).
+[[nodiscard]] constexpr std::uint32_t dispatch_initiator_defined(arch::family f) noexcept {
+  return pm4_gfx9_form(f) ? 0x5C7Fu : f == arch::family::gfx12 ? 0xE007FC7Fu : 0x3FC7Fu;
+}
+[[nodiscard]] inline decoded<dispatch_direct_fields> decode_dispatch_direct(std::span<const std::uint32_t> p,
+                                                                              arch::family f) {
+  dispatch_direct_fields d{{p[1], p[2], p[3]}, p[4]};
+  const std::uint32_t defined = dispatch_initiator_defined(f);
+  if ((d.initiator & ~defined) != 0)
+    return refuse(engine_fault::reserved_bits, "DISPATCH_INITIATOR reserved bits 0x" + hex_string(d.initiator & ~defined));
+  if (!pm4a::dispatch_initiator::compute_shader_en::get(d.initiator))
+    return refuse(engine_fault::bad_dispatch, "DISPATCH_INITIATOR.COMPUTE_SHADER_EN is 0");
+  if (d.dim[0] == 0 || d.dim[1] == 0 || d.dim[2] == 0) return refuse(engine_fault::bad_dispatch, "a dispatch dimension is 0");
+  return d;
+}
+
+// ---- ACQUIRE_MEM (0x58) ------------------------------------------------------------------------
+struct acquire_mem_fields {
+  std::uint32_t cntl = 0;  // gfx9: CP_COHER_CNTL (dw1 [30:0]); gfx10+: GCR_CNTL (dw7)
+  std::uint32_t coher_size = 0, coher_size_hi = 0;
+  std::uint64_t coher_base = 0;  // >> 8 as written (dw4, dw5)
+  std::uint32_t poll_interval = 0;
+};
+[[nodiscard]] inline decoded<acquire_mem_fields> decode_acquire_mem(std::span<const std::uint32_t> p, arch::family f) {
+  acquire_mem_fields d;
+  d.coher_size = p[2];
+  d.coher_size_hi = p[3];
+  d.poll_interval = p[6];
+  if (pm4_gfx9_form(f)) {
+    // COHER_SIZE_HI (dw3) is not checked: its width is disputed and tinygrad writes 0xFFFFFFFF (§1.3).
+    if ((p[5] & ~0x1FFFFFFu) != 0 || (p[6] & ~0xFFFFu) != 0)
+      return refuse(engine_fault::reserved_bits, "ACQUIRE_MEM base_hi/poll reserved bits");
+    d.cntl = pm4a::acquire_mem::gfx9::coher_cntl::get(p[1]);
+  } else {
+    if (p[1] != 0) return refuse(engine_fault::reserved_bits, "ACQUIRE_MEM dw1 is reserved on GFX10+ (was CP_COHER_CNTL)");
+    if ((p[5] & ~0xFFFFFFu) != 0 || (p[6] & ~0xFFFFu) != 0 || (p[7] & ~pm4a::gcr_cntl::valid_mask) != 0)
+      return refuse(engine_fault::reserved_bits, "ACQUIRE_MEM base_hi/poll/GCR_CNTL reserved bits");
+    d.cntl = p[7];
+  }
+  d.coher_base = make64(p[4], p[5]);
+  return d;
+}
+
+// ---- RELEASE_MEM (0x49) ------------------------------------------------------------------------
+struct release_mem_fields {
+  std::uint32_t event_type = 0, event_index = 0;
+  std::uint32_t cache_action = 0;  // dw1 [23:12] in place (gcr_gfx10 / cache_gfx9 bits)
+  std::uint32_t cache_policy = 0;
+  bool execute = false;
+  std::uint32_t dst_sel = 0;
+  pm4a::release_mem::data_sel_value data_sel = pm4a::release_mem::data_sel_value::none;
+  pm4a::release_mem::int_sel_value int_sel = pm4a::release_mem::int_sel_value::none;
+  std::uint64_t address = 0;
+  std::uint64_t data = 0;          // dw5 | dw6 << 32
+  std::uint32_t int_ctxid = 0;
+  // Bytes written at `address`: 4 (DATA_SEL 1), 8 (2: data, 3: GPU clock) or 0.
+  [[nodiscard]] std::uint32_t data_bytes() const noexcept {
+    using ds = pm4a::release_mem::data_sel_value;
+    return data_sel == ds::data32_low ? 4 : (data_sel == ds::data64 || data_sel == ds::gpu_clock64) ? 8 : 0;
+  }
+  [[nodiscard]] bool interrupts() const noexcept {
+    using is = pm4a::release_mem::int_sel_value;
+    return int_sel == is::send_int || int_sel == is::send_int_on_confirm;
+  }
+};
+[[nodiscard]] inline decoded<release_mem_fields> decode_release_mem(std::span<const std::uint32_t> p) {
+  namespace r = pm4a::release_mem;
+  if ((p[1] & ~(0x3Fu | 0xF00u | 0xFFF000u | (3u << 25) | (1u << 28))) != 0)
+    return refuse(engine_fault::reserved_bits, "RELEASE_MEM dw1 reserved bits");
+  release_mem_fields d;
+  d.event_type = r::event_type::get(p[1]);
+  d.event_index = r::event_index::get(p[1]);
+  d.cache_action = p[1] & 0x00FFF000u;
+  d.cache_policy = r::cache_policy::get(p[1]);
+  d.execute = r::execute::get(p[1]) != 0;
+  if (d.event_index != r::event_index_end_of_pipe && d.event_index != r::event_index_shader_done)
+    return refuse(engine_fault::reserved_bits, "RELEASE_MEM EVENT_INDEX must be 5 (end of pipe) or 6 (shader done)");
+  if ((p[2] & ~((3u << 16) | (7u << 24) | (7u << 29))) != 0)
+    return refuse(engine_fault::reserved_bits, "RELEASE_MEM dw2 reserved bits");
+  d.dst_sel = r::dst_sel::get(p[2]);
+  if (d.dst_sel > 1) return refuse(engine_fault::reserved_bits, "RELEASE_MEM DST_SEL other than memory/TC_L2");
+  const std::uint32_t ds = r::data_sel::get(p[2]), is = r::int_sel::get(p[2]);
+  if (ds > 3) return refuse(engine_fault::reserved_bits, "RELEASE_MEM DATA_SEL " + std::to_string(ds) + " not supported");
+  if (is > 3) return refuse(engine_fault::reserved_bits, "RELEASE_MEM INT_SEL " + std::to_string(is) + " not supported");
+  d.data_sel = static_cast<r::data_sel_value>(ds);
+  d.int_sel = static_cast<r::int_sel_value>(is);
+  d.address = make64(p[3], p[4]);
+  d.data = make64(p[5], p[6]);
+  d.int_ctxid = p[7];
+  if (d.data_bytes() != 0 && d.address % d.data_bytes() != 0)
+    return refuse(engine_fault::reserved_bits, "RELEASE_MEM address misaligned for its data", d.address);
+  return d;
+}
+
+// ---- WAIT_REG_MEM (0x3C) -----------------------------------------------------------------------
+struct wait_reg_mem_fields {
+  pm4a::wait_reg_mem::compare_function function = pm4a::wait_reg_mem::compare_function::always;
+  bool memory = false;       // MEM_SPACE 1: poll memory at `address`; 0: poll register `poll_register`
+  std::uint32_t operation = 0;  // 0 wait, 1 write-then-wait (registers), 3 wait, preemptible
+  std::uint64_t address = 0;     // memory: dword-aligned byte address
+  std::uint32_t poll_register = 0, write_register = 0;  // register form: dword addresses (dw2 / dw3)
+  std::uint32_t reference = 0, mask = 0;
+  std::uint32_t poll_interval = 0;
+  // (value & mask) FUNCTION reference.
+  [[nodiscard]] bool holds(std::uint32_t value) const noexcept {
+    using cf = pm4a::wait_reg_mem::compare_function;
+    const std::uint32_t v = value & mask;
+    switch (function) {
+      case cf::always: return true;
+      case cf::less: return v < reference;
+      case cf::less_equal: return v <= reference;
+      case cf::equal: return v == reference;
+      case cf::not_equal: return v != reference;
+      case cf::greater_equal: return v >= reference;
+      case cf::greater: return v > reference;
+    }
+    return false;
+  }
+};
+[[nodiscard]] inline decoded<wait_reg_mem_fields> decode_wait_reg_mem(std::span<const std::uint32_t> p) {
+  namespace w = pm4a::wait_reg_mem;
+  const std::uint32_t fn = w::function::get(p[1]), space = w::mem_space::get(p[1]), op = w::operation::get(p[1]);
+  if (fn > 6) return refuse(engine_fault::reserved_bits, "WAIT_REG_MEM FUNCTION 7 is reserved");
+  if (space > 1) return refuse(engine_fault::reserved_bits, "WAIT_REG_MEM MEM_SPACE must be 0 (register) or 1 (memory)");
+  if (op == 2) return refuse(engine_fault::reserved_bits, "WAIT_REG_MEM OPERATION 2 is reserved");
+  if ((p[1] & ~(0x7u | 0x30u | 0xC0u | 0x100u | (3u << 22) | (1u << 24) | (3u << 25))) != 0)
+    return refuse(engine_fault::reserved_bits, "WAIT_REG_MEM dw1 reserved bits");
+  wait_reg_mem_fields d;
+  d.function = static_cast<w::compare_function>(fn);
+  d.memory = space == 1;
+  d.operation = op;
+  d.reference = p[4];
+  d.mask = p[5];
+  d.poll_interval = w::poll_interval::get(p[6]);
+  if (d.memory) {
+    d.address = make64(p[2], p[3]);
+    if (d.address % 4 != 0)
+      return refuse(engine_fault::reserved_bits, "WAIT_REG_MEM memory address must be dword aligned", d.address);
+  } else {
+    d.poll_register = op == 1 ? p[3] : p[2];
+    d.write_register = op == 1 ? p[2] : 0;
+  }
+  return d;
+}
+
+// ---- WRITE_DATA (0x37) -------------------------------------------------------------------------
+struct write_data_fields {
+  std::uint32_t dst_sel = 0;
+  bool fixed_address = false;  // ADDR_INCR 1: every dword to the same address
+  bool wr_confirm = false;
+  std::uint64_t address = 0;
+  std::span<const std::uint32_t> data;  // into the packet
+};
+[[nodiscard]] inline decoded<write_data_fields> decode_write_data(std::span<const std::uint32_t> p) {
+  namespace wd = pm4a::write_data;
+  if (p.size() < 5) return refuse(engine_fault::bad_count, "WRITE_DATA needs at least one data dword");
+  write_data_fields d;
+  d.dst_sel = wd::dst_sel::get(p[1]);
+  if (d.dst_sel != wd::dst_sel_memory && d.dst_sel != wd::dst_sel_tc_l2)
+    return refuse(engine_fault::reserved_bits,
+                      "WRITE_DATA DST_SEL " + std::to_string(d.dst_sel) + " not supported (memory or TC_L2 only)");
+  if ((p[1] & ~((0xFu << 8) | (1u << 16) | (1u << 20) | (1u << 21) | (3u << 25) | (3u << 30))) != 0)
+    return refuse(engine_fault::reserved_bits, "WRITE_DATA dw1 reserved bits");
+  d.fixed_address = wd::addr_incr::get(p[1]) != 0;
+  d.wr_confirm = wd::wr_confirm::get(p[1]) != 0;
+  d.address = make64(p[2], p[3]);
+  d.data = p.subspan(4);
+  if (d.address % 4 != 0) return refuse(engine_fault::reserved_bits, "WRITE_DATA address must be dword aligned", d.address);
+  return d;
+}
+
+// ---- INDIRECT_BUFFER (0x3F) --------------------------------------------------------------------
+struct indirect_buffer_fields {
+  std::uint64_t address = 0;
+  std::uint32_t size_dw = 0;
+  bool chain = false;
+  std::uint32_t vmid = 0;
+  std::uint32_t cache_policy = 0;
+};
+[[nodiscard]] inline decoded<indirect_buffer_fields> decode_indirect_buffer(std::span<const std::uint32_t> p) {
+  namespace ib = pm4a::indirect_buffer;
+  if (!ib::valid::get(p[3])) return refuse(engine_fault::reserved_bits, "INDIRECT_BUFFER VALID must be 1 on compute");
+  if (ib::swap::get(p[1]) != 0) return refuse(engine_fault::reserved_bits, "INDIRECT_BUFFER base bits [1:0] (swap) must be 0");
+  indirect_buffer_fields d;
+  d.address = make64(p[1], p[2]);
+  d.size_dw = ib::ib_size::get(p[3]);
+  d.chain = ib::chain::get(p[3]) != 0;
+  d.vmid = ib::vmid::get(p[3]);
+  d.cache_policy = ib::cache_policy::get(p[3]);
+  if (d.size_dw == 0) return refuse(engine_fault::bad_count, "INDIRECT_BUFFER of 0 dwords");
+  return d;
+}
+
+// ---- EVENT_WRITE (0x46) ------------------------------------------------------------------------
+struct event_write_fields {
+  std::uint32_t event_type = 0, event_index = 0;
+};
+[[nodiscard]] inline decoded<event_write_fields> decode_event_write(std::span<const std::uint32_t> p) {
+  if (p.size() != 2 && p.size() != 4)
+    return refuse(engine_fault::bad_count, "EVENT_WRITE has 2 dwords (or 4 with an address)");
+  if ((p[1] & ~0xF3Fu) != 0) return refuse(engine_fault::reserved_bits, "EVENT_WRITE dw1 outside EVENT_TYPE/EVENT_INDEX");
+  return event_write_fields{pm4a::event_write::event_type::get(p[1]), pm4a::event_write::event_index::get(p[1])};
+}
+
+// ---- PRED_EXEC (0x23) --------------------------------------------------------------------------
+struct pred_exec_fields {
+  std::uint32_t exec_count = 0;  // dwords that follow under the predicate
+  std::uint32_t xcc_mask = 0;    // VIRTUAL_XCC_ID_SELECT
+};
+[[nodiscard]] inline decoded<pred_exec_fields> decode_pred_exec(std::span<const std::uint32_t> p) {
+  if ((p[1] & 0x00FFC000u) != 0) return refuse(engine_fault::reserved_bits, "PRED_EXEC dw1 [23:14]");
+  return pred_exec_fields{pm4a::pred_exec::exec_count::get(p[1]), pm4a::pred_exec::virtual_xcc_id_select::get(p[1])};
+}
+
+}  // namespace aqueduct::emu::detail
