@@ -1,7 +1,8 @@
 // emu/aql_processor.hpp: hand-written AQL packets in a ring allocated here (no queue/ layer).
 // Expected values come from the HSA/AMD packet semantics (spec/packets.md §5) and from plain
 // loops over the inputs, never from the processor.
-#include "emu_ports.hpp"
+#include "emu_rig.hpp"
+#include "waits.hpp"
 #include <aqueduct/config.hpp>
 #include <aqueduct/emu/aql_processor.hpp>
 
@@ -34,96 +35,19 @@ using aq_test::test_vm;
 
 namespace {
 
-struct aligned_deleter {
-  void operator()(void* p) const noexcept { std::free(p); }
-};
-template <class T = std::byte>
-std::unique_ptr<T[], aligned_deleter> gpu_alloc(test_vm& vm, std::size_t count, std::size_t align = 256) {
-  const std::size_t bytes = (sizeof(T) * count + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, bytes);
-  std::memset(p, 0, bytes);
-  vm.map(p, bytes);
-  return std::unique_ptr<T[], aligned_deleter>(static_cast<T*>(p));
+using aq_test::aligned_deleter;
+using aq_test::gpu_alloc;
+using aq_test::va;
+using queue_fixture = aq_test::aql_rig;  // ring + amd_queue + the emulated engine
+using aq_test::dispatch_1d;
+using aq_test::load;
+using aq_test::store;
+
+abi::amd_signal* make_signal(test_vm& vm, std::vector<aq_test::gpu_ptr<abi::amd_signal>>& keep, std::int64_t value,
+                             std::uint64_t* mailbox = nullptr, std::uint32_t event_id = 0) {
+  keep.push_back(aq_test::make_signal(vm, value, mailbox, event_id));
+  return keep.back().get();
 }
-std::uint64_t va(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
-
-// A queue: ring + amd_queue, one processor.
-struct queue_fixture {
-  test_vm vm;
-  test_events events;
-  emu::host_kernel_registry registry;
-  static constexpr std::size_t slots = 64;
-  std::unique_ptr<abi::aql_slot[], aligned_deleter> ring = gpu_alloc<abi::aql_slot>(vm, slots, 4096);
-  std::unique_ptr<abi::amd_queue[], aligned_deleter> q = gpu_alloc<abi::amd_queue>(vm, 1, 64);
-  std::unique_ptr<emu::aql_processor> proc;
-  std::unique_ptr<std::byte[], aligned_deleter> cwsr;  // the CWSR area, when the node is given
-  std::uint64_t write_index = 0;
-
-  // `node`: give the queue a CWSR area of exactly the size the kernel computes for it
-  // (arch::kernel_cwsr_sizes, spec/kfd.md §1.3), so it can be preempted.
-  explicit queue_fixture(arch::family fam = arch::family::gfx11, emu::aql_processor_options opt = {},
-                         std::optional<arch::cwsr_inputs> node = std::nullopt) {
-    for (std::size_t i = 0; i < slots; ++i) {
-      const std::uint32_t invalid = static_cast<std::uint32_t>(abi::packet_type::invalid);
-      std::memcpy(ring[i].bytes, &invalid, 4);
-    }
-    q[0].hsa.base_address = va(ring.get());
-    q[0].hsa.size = slots;
-    emu::aql_queue_binding b;
-    b.ring_va = va(ring.get());
-    b.ring_bytes = slots * 64;
-    b.read_pointer_va = va(&q[0].read_dispatch_id);
-    b.write_pointer_va = va(&q[0].write_dispatch_id);
-    b.amd_queue_va = va(q.get());
-    b.family = fam;
-    b.queue_id = 7;
-    if (node) {
-      const arch::cwsr_sizes k = arch::kernel_cwsr_sizes(*node);
-      cwsr = gpu_alloc<std::byte>(vm, k.cwsr_size, 4096);
-      b.cwsr = {va(cwsr.get()), k.cwsr_size, k.ctl_stack_size};
-      b.node = *node;
-      b.gfx_target_version = node->gfx_target_version;
-    }
-    auto r = emu::aql_processor::try_create(b, vm, events, registry, std::move(opt));
-    REQUIRE(r.has_value());
-    proc = std::move(*r);
-  }
-  ~queue_fixture() { proc.reset(); }
-
-  std::uint64_t read_index() const { return std::atomic_ref<std::uint64_t>(q[0].read_dispatch_id).load(std::memory_order_acquire); }
-
-  // Producer protocol: wait for space, body first, header|setup last with ONE release store,
-  // write index, doorbell.
-  template <class Packet>
-  std::uint64_t submit(const Packet& p, bool ring_doorbell = true) {
-    static_assert(sizeof(Packet) == 64);
-    while (write_index - read_index() >= slots) std::this_thread::sleep_for(50us);
-    const std::uint64_t idx = write_index++;
-    abi::aql_slot& s = ring[idx % slots];
-    std::memcpy(s.bytes + 4, reinterpret_cast<const std::byte*>(&p) + 4, 60);
-    std::uint32_t dw0;
-    std::memcpy(&dw0, &p, 4);
-    std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(s.bytes)).store(dw0, std::memory_order_release);
-    std::atomic_ref<std::uint64_t>(q[0].write_dispatch_id).store(write_index, std::memory_order_release);
-    if (ring_doorbell) proc->ring_doorbell(idx);
-    return idx;
-  }
-};
-
-abi::amd_signal* make_signal(test_vm& vm, std::vector<std::unique_ptr<abi::amd_signal[], aligned_deleter>>& keep,
-                             std::int64_t value, std::uint64_t* mailbox = nullptr, std::uint32_t event_id = 0) {
-  keep.push_back(gpu_alloc<abi::amd_signal>(vm, 1, 64));
-  abi::amd_signal* s = keep.back().get();
-  s->kind = static_cast<std::int64_t>(abi::amd_signal_kind::user);
-  s->value = value;
-  s->event_mailbox_ptr = mailbox ? va(mailbox) : 0;
-  s->event_id = event_id;
-  return s;
-}
-std::int64_t load(const abi::amd_signal* s) {
-  return std::atomic_ref<std::int64_t>(const_cast<abi::amd_signal*>(s)->value).load(std::memory_order_acquire);
-}
-void store(abi::amd_signal* s, std::int64_t v) { std::atomic_ref<std::int64_t>(s->value).store(v, std::memory_order_release); }
 
 // ---- the "compiled" vadd kernel --------------------------------------------------------------
 // Its code assumes the ABI of its descriptor: dispatch ptr in s[0:1], kernarg ptr in s[2:3],
@@ -172,41 +96,13 @@ std::uint64_t make_kernel_object(test_vm& vm, std::vector<std::unique_ptr<std::b
   return va(keep.back().get());
 }
 
-abi::kernel_dispatch_packet dispatch_1d(std::uint64_t ko, std::uint64_t kernarg, std::uint32_t grid, std::uint16_t wg,
-                                        std::uint64_t signal, bool barrier = false) {
-  abi::kernel_dispatch_packet p{};
-  p.header = abi::make_header(abi::packet_type::kernel_dispatch, barrier, abi::fence_scope::system, abi::fence_scope::system);
-  p.setup = abi::make_dispatch_setup(1);
-  p.workgroup_size_x = wg;
-  p.workgroup_size_y = p.workgroup_size_z = 1;
-  p.grid_size_x = grid;
-  p.grid_size_y = p.grid_size_z = 1;
-  p.kernel_object = ko;
-  p.kernarg_address = kernarg;
-  p.completion_signal = signal;
-  return p;
-}
-
-struct vadd_setup {
-  static constexpr std::uint32_t n = 1000;  // not a multiple of 64: the last workgroup is partial
-  std::unique_ptr<float[], aligned_deleter> a, b, c;
-  std::unique_ptr<vadd_args[], aligned_deleter> args;
-  explicit vadd_setup(test_vm& vm) {
-    a = gpu_alloc<float>(vm, n);
-    b = gpu_alloc<float>(vm, n);
-    c = gpu_alloc<float>(vm, n);
+// 1000 elements: not a multiple of 64, the last workgroup is partial.
+struct vadd_setup : aq_test::vadd_arrays {
+  static constexpr std::uint32_t n = 1000;
+  aq_test::gpu_ptr<vadd_args> args;
+  explicit vadd_setup(test_vm& vm) : vadd_arrays(vm, n) {
     args = gpu_alloc<vadd_args>(vm, 1, 64);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      a[i] = static_cast<float>(i);
-      b[i] = 0.5f * static_cast<float>(i) + 3.0f;
-      c[i] = -1.0f;
-    }
     args[0] = {va(a.get()), va(b.get()), va(c.get()), n};
-  }
-  int mismatches() const {
-    int bad = 0;
-    for (std::uint32_t i = 0; i < n; ++i) bad += c[i] != static_cast<float>(i) + (0.5f * static_cast<float>(i) + 3.0f);
-    return bad;
   }
 };
 
@@ -225,8 +121,8 @@ TEST_CASE("kernel dispatch of a host kernel: every element, signal, mailbox, eve
   REQUIRE(f.proc->wait_retired(1, 5s));
   CHECK(load(sig) == 0);
   CHECK(v.mismatches() == 0);
-  CHECK(v.c[0] == 3.0f);
-  CHECK(v.c[999] == 999.0f + 0.5f * 999.0f + 3.0f);
+  CHECK(v.c[0] == -7.0f);  // 0 + (0.25 * 0 - 7)
+  CHECK(v.c[999] == 999.0f + 0.25f * 999.0f - 7.0f);
   CHECK(std::atomic_ref<std::uint64_t>(mailbox[0]).load() == 42);
   CHECK(f.events.ids() == std::vector<std::uint32_t>{42});
   CHECK(f.read_index() == 1);
@@ -898,7 +794,7 @@ TEST_CASE("AQL preemption on demand: the resident workgroups resume from the sav
   CHECK(load(sig) == 0);
   for (std::uint32_t i = 0; i < vadd_setup::n; ++i) {
     const bool in_w = i / 64 == w;
-    const float want = static_cast<float>(i) + (0.5f * static_cast<float>(i) + 3.0f);
+    const float want = vadd_setup::want(i);
     CHECK(d.c[i] == (in_w ? -1.0f : want));
     CHECK(other.c[i] == (in_w ? want : -1.0f));
   }

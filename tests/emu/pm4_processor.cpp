@@ -3,6 +3,7 @@
 // expected results are plain loops over the inputs; the AQL comparison runs the same host
 // kernel through emu::aql_processor.
 #include "pm4_rig.hpp"
+#include "waits.hpp"
 
 #include <aqueduct/emu/aql_processor.hpp>
 
@@ -17,8 +18,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr std::uint32_t lo(std::uint64_t v) { return static_cast<std::uint32_t>(v); }
-constexpr std::uint32_t hi(std::uint64_t v) { return static_cast<std::uint32_t>(v >> 32); }
+using aq_test::hi;
+using aq_test::lo;
+using aq_test::wait_error;
+using aq_test::wait_word;
 
 // tinygrad's gfx11 wave32 dispatch (spec/packets.md §2.1 rows 1–12) plus its signal (§2.2),
 // written dword by dword from the spec's table. `user` = the COMPUTE_USER_DATA values.
@@ -48,24 +51,7 @@ std::vector<std::uint32_t> tinygrad_stream(std::uint64_t code_va, std::uint32_t 
   return s;
 }
 
-std::uint32_t load32(const std::uint32_t* p) { return std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(p)).load(); }
-
-bool wait_word(const std::uint32_t* p, std::uint32_t v, std::chrono::milliseconds t = 5000ms) {
-  const auto end = std::chrono::steady_clock::now() + t;
-  while (std::chrono::steady_clock::now() < end) {
-    if (load32(p) == v) return true;
-    std::this_thread::sleep_for(100us);
-  }
-  return false;
-}
-bool wait_error(emu::pm4_processor& p, std::chrono::milliseconds t = 5000ms) {
-  const auto end = std::chrono::steady_clock::now() + t;
-  while (std::chrono::steady_clock::now() < end) {
-    if (p.has_error()) return true;
-    std::this_thread::sleep_for(100us);
-  }
-  return false;
-}
+std::uint32_t load32(const std::uint32_t* p) { return aq_test::load_acquire(p); }
 
 }  // namespace
 
@@ -182,41 +168,15 @@ TEST_CASE("the same kernel gives the same result through an AQL queue and a PM4 
   q->dispatch(vadd_params(ko, pm4_data, block), completion(sig.get(), 1));
   REQUIRE(emu::wait_value<std::uint64_t>(sig.get(), 1, 5s, r.proc.get(), q->diagnostics()).has_value());
 
-  // AQL: a kernel dispatch packet (spec/packets.md §5.2) in a 16-slot ring.
-  vadd_data aql_data(r.vm, n, block);
-  auto ring = gpu_alloc<abi::aql_slot>(r.vm, 16, 4096);
-  auto amdq = gpu_alloc<abi::amd_queue>(r.vm, 1, 64);
-  auto signal = gpu_alloc<abi::amd_signal>(r.vm, 1, 64);
-  signal[0].value = 1;
-  for (int i = 0; i < 16; ++i) {
-    const std::uint32_t invalid = 1;
-    std::memcpy(ring[i].bytes, &invalid, 4);
-  }
-  emu::aql_queue_binding b;
-  b.ring_va = va(ring.get());
-  b.ring_bytes = 16 * 64;
-  b.read_pointer_va = va(&amdq[0].read_dispatch_id);
-  b.write_pointer_va = va(&amdq[0].write_dispatch_id);
-  b.amd_queue_va = va(amdq.get());
-  b.family = arch::family::gfx11;
-  auto aqlp = emu::aql_processor::create(b, r.vm, r.events, r.registry);
-  abi::kernel_dispatch_packet p{};
-  p.setup = 1;
-  p.workgroup_size_x = block;
-  p.workgroup_size_y = p.workgroup_size_z = 1;
-  p.grid_size_x = n;
-  p.grid_size_y = p.grid_size_z = 1;
-  p.kernel_object = ko.va_;
-  p.kernarg_address = va(aql_data.args.get());
-  p.completion_signal = va(signal.get());
-  std::memcpy(ring[0].bytes + 4, reinterpret_cast<const std::byte*>(&p) + 4, 60);
-  // header: KERNEL_DISPATCH (2), system acquire/release (2<<9 | 2<<11), setup 1 dimension
-  const std::uint32_t dw0 = 2u | (2u << 9) | (2u << 11) | (1u << 16);
-  std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(ring[0].bytes)).store(dw0, std::memory_order_release);
-  std::atomic_ref<std::uint64_t>(amdq[0].write_dispatch_id).store(1, std::memory_order_release);
-  aqlp->ring_doorbell(0);
-  REQUIRE(aqlp->wait_retired(1, 5000ms));
-  CHECK(signal[0].value == 0);
+  // AQL: a kernel dispatch packet (spec/packets.md §5.2) through the AQL rig's engine.
+  aq_test::aql_rig a;
+  a.registry.add("vadd", vadd_kernel);
+  kernel_object ako(a.vm, vadd_descriptor(), "vadd");
+  vadd_data aql_data(a.vm, n, block);
+  auto signal = aq_test::make_signal(a.vm, 1);
+  a.submit(aq_test::dispatch_1d(ako.va_, va(aql_data.args.get()), n, block, va(signal.get())));
+  REQUIRE(a.proc->wait_retired(1, 5000ms));
+  CHECK(aq_test::load(signal.get()) == 0);
 
   CHECK(pm4_data.mismatches() == 0);
   CHECK(aql_data.mismatches() == 0);

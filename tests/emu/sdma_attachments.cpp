@@ -3,6 +3,7 @@
 // what ring::sdma_queue publishes. Expected values: engine versions per spec/packets.md §3.2
 // (gfx9 incl. MI300 → SDMA 4, gfx10.3 → 5.2, gfx11 → 6); copy results from std::memcpy; the
 // SDMA doorbell id of a queue (spec/kfd.md §3.3: the same slot is reused after a destroy).
+#include "waits.hpp"
 #include <aqueduct/emu/device.hpp>
 #include <aqueduct/kfd/driver.hpp>
 #include <aqueduct/kfd/memory.hpp>
@@ -49,13 +50,7 @@ struct rig {
   std::optional<kfd::doorbell_pages<emu::device>> db;
 };
 
-bool wait_word(const std::uint32_t* w, std::uint32_t v) {
-  for (int i = 0; i < 5000; ++i) {
-    if (std::atomic_ref<const std::uint32_t>(*w).load(std::memory_order_acquire) == v) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return false;
-}
+using aq_test::wait_word;
 
 template <engine E>
 void copy_through(rig& r, kfd::queue_resources<emu::device>& res, std::size_t n, std::uint32_t seq, int extra_fences = 0) {

@@ -1,8 +1,9 @@
 // Shared by the AQL queue tests: queue memory as kfd/ would supply it, a sequence-numbered
-// dispatch packet for fake_processor, and the multi-producer stress run.
+// dispatch packet, and the multi-producer stress run — all consumed by the real emulated AQL
+// engine (tests/support/aql_consumer.hpp).
 #pragma once
 
-#include "fake_processor.hpp"
+#include "aql_consumer.hpp"
 
 #include <aqueduct/queue/aql_queue.hpp>
 
@@ -18,6 +19,7 @@
 
 namespace aqueduct_test {
 
+namespace abi = aqueduct::abi;
 namespace q = aqueduct::ring;
 using aqueduct::gpu_va;
 using namespace std::chrono_literals;
@@ -36,20 +38,16 @@ struct queue_memory {
   alignas(8) std::uint64_t doorbell = ~0ull;
 };
 
+// A dispatch of producer `producer`'s packet number `seq` (tests/support/aql_consumer.hpp).
 inline abi::kernel_dispatch_packet dispatch(std::uint64_t producer, std::uint64_t seq, std::uint64_t completion = 0) {
-  return q::make_packet(q::kernel_dispatch{.kernel_object = gpu_va(producer + 1),
-                                           .kernarg_address = gpu_va(seq),
-                                           .grid = {256, 1, 1},
-                                           .workgroup = {64, 1, 1},
-                                           .segments = {},
-                                           .completion_signal = completion});
+  return aq_test::numbered_dispatch(producer, seq, completion);
 }
 
 inline void run_producers(std::uint64_t per_producer) {
   constexpr int producers = 4;
   queue_memory m(16);
   q::aql_queue_mp<> queue(m.mem(), q::doorbell_ref(&m.doorbell));
-  fake_processor proc(m.desc, m.ring, 16);
+  aq_test::aql_consumer proc(m.desc, m.ring, 16);
   proc.start();
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};

@@ -1,4 +1,4 @@
-// tests/emu/emu_session.hpp — raw-ioctl helpers for the emulator tests (no kfd/ layer): reserve
+// tests/support/emu_session.hpp — raw-ioctl helpers for the emulator tests (no kfd/ layer): reserve
 // VA through device::mmap, ALLOC at it, MAP to the GPU, like libhsakmt does (spec/kfd.md §5.2).
 #pragma once
 

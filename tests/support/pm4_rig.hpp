@@ -1,10 +1,11 @@
-// Shared by tests/emu/pm4_processor.cpp and tests/emu/cwsr.cpp: a PM4 queue's memory allocated
-// here (GPU VA == host address, as on the emulated device), one emu::pm4_processor on it, and
-// a ring::pm4_queue<Target> producer whose doorbell wakes the processor.
+// tests/support/pm4_rig.hpp — the PM4 rig of the engine-level tests (tests/emu/pm4_processor.cpp,
+// cwsr.cpp): a PM4 queue's memory allocated here (tests/support/emu_rig.hpp: GPU VA == host
+// address, as on the emulated device), one emu::pm4_processor on it, and a ring::pm4_queue<Target>
+// producer whose doorbell wakes the processor; the vadd kernel both engines run.
 // Node figures are the spec's (spec/kfd.md §1.5 table, spec/packets.md §2).
 #pragma once
 
-#include "emu_ports.hpp"
+#include "emu_rig.hpp"
 #include <aqueduct/emu/cwsr.hpp>
 #include <aqueduct/emu/pm4_processor.hpp>
 #include <aqueduct/queue/pm4_queue.hpp>
@@ -31,20 +32,11 @@ namespace emu = aqueduct::emu;
 namespace arch = aqueduct::arch;
 namespace qpm4 = aqueduct::ring::pm4;
 
-struct aligned_deleter {
-  void operator()(void* p) const noexcept { std::free(p); }
-};
-template <class T>
-using gpu_ptr = std::unique_ptr<T[], aligned_deleter>;
-template <class T = std::byte>
-gpu_ptr<T> gpu_alloc(test_vm& vm, std::size_t count, std::size_t align = 256, bool map = true) {
-  const std::size_t bytes = (sizeof(T) * count + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, bytes);
-  std::memset(p, 0, bytes);
-  if (map) vm.map(p, bytes);
-  return gpu_ptr<T>(static_cast<T*>(p));
-}
-inline std::uint64_t va(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+using aq_test::aligned_deleter;
+using aq_test::gpu_alloc;
+using aq_test::gpu_ptr;
+using aq_test::kernel_object;
+using aq_test::va;
 
 // Node CWSR inputs (spec/kfd.md §1.5 table; gfx1151 from the processor table's version).
 inline constexpr arch::cwsr_inputs rx7900xtx_node{110000, 192, 2, 1, 12, 2, 64};
@@ -171,41 +163,12 @@ inline abi::kernel_descriptor vadd_descriptor(bool wave32 = true) {
   return kd;
 }
 
-// Arrays a, b, c and the kernarg block, in mapped memory.
-struct vadd_data {
-  std::uint32_t n;
-  gpu_ptr<float> a, b, c;
+// Arrays a, b, c (tests/support/emu_rig.hpp) and the kernarg block, in mapped memory.
+struct vadd_data : aq_test::vadd_arrays {
   gpu_ptr<vadd_args> args;
-  vadd_data(test_vm& vm, std::uint32_t count, std::uint32_t block) : n(count) {
-    a = gpu_alloc<float>(vm, n);
-    b = gpu_alloc<float>(vm, n);
-    c = gpu_alloc<float>(vm, n);
+  vadd_data(test_vm& vm, std::uint32_t count, std::uint32_t block) : vadd_arrays(vm, count) {
     args = gpu_alloc<vadd_args>(vm, 1, 64);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      a[i] = static_cast<float>(i);
-      b[i] = 0.25f * static_cast<float>(i) - 7.0f;
-      c[i] = -1.0f;
-    }
     args[0] = {va(a.get()), va(b.get()), va(c.get()), n, block};
-  }
-  // Expected: a plain loop over the inputs.
-  int mismatches() const {
-    int bad = 0;
-    for (std::uint32_t i = 0; i < n; ++i) bad += c[i] != static_cast<float>(i) + (0.25f * static_cast<float>(i) - 7.0f);
-    return bad;
-  }
-};
-
-// An emulated kernel object (descriptor + code blob naming the host kernel).
-struct kernel_object {
-  gpu_ptr<std::byte> mem;
-  abi::kernel_descriptor kd;  // with the emulated entry offset, as the device holds it
-  std::uint64_t va_ = 0;
-  kernel_object(test_vm& vm, const abi::kernel_descriptor& d, const char* name) {
-    mem = gpu_alloc<std::byte>(vm, emu::emulated_kernel_object_size, 256);
-    emu::write_emulated_kernel_object({mem.get(), emu::emulated_kernel_object_size}, d, name);
-    std::memcpy(&kd, mem.get(), sizeof kd);
-    va_ = va(mem.get());
   }
 };
 
