@@ -316,3 +316,95 @@ TEST_CASE("the decoder refuses what the MEC refuses, saying why") {
 }
 
 }  // namespace
+
+// ---- device-evaluated control flow (docs/pm4.md): the dwords are the documented layouts' ----------
+TEST_CASE_TEMPLATE("COND_EXEC, COND_INDIRECT_BUFFER, chained IB and WAIT_REG_MEM64: dwords and round trip", T, ALL_TARGETS) {
+  using W = pkt::wait_reg_mem::compare_function;
+  std::array<std::uint32_t, 16> out{};
+  // COND_EXEC: COUNT 3; addr lo/hi; dw3 0; dw4 EXEC_COUNT (PAL PM4_MEC_COND_EXEC, Linux init_cond_exec).
+  std::size_t n = enc<T>::cond_exec(out, aq::gpu_va(0x1234'5678'9ABCull), 7);
+  CHECK(std::vector<std::uint32_t>(out.begin(), out.begin() + n) ==
+        std::vector<std::uint32_t>{0xC0032200u, 0x56789ABCu, 0x1234u, 0u, 7u});
+  const auto ce = accepted(dt::decode_cond_exec(std::span<const std::uint32_t>(out.data(), n)));
+  CHECK(header_of<T>(std::span<const std::uint32_t>(out.data(), n)) == pkt::opcode::cond_exec);
+  CHECK(ce.address == 0x1234'5678'9ABCull);
+  CHECK(ce.exec_count == 7);
+
+  // COND_INDIRECT_BUFFER: opcode 0x3F with COUNT 12 (14 dwords): MODE, FUNCTION<<8, compare addr,
+  // mask, reference (64-bit each, lo first), IB1 base/size, IB2 base/size (PAL PM4_MEC_COND_INDIRECT_BUFFER).
+  n = enc<T>::cond_indirect_buffer(out, aq::gpu_va(0x7000'0008ull), 0x1'0000'0002ull, 0xFFFF'FFFF'0000'FFFFull, W::not_equal,
+                                   {aq::gpu_va(0x8000ull), 12}, {aq::gpu_va(0x9000ull), 20});
+  CHECK(std::vector<std::uint32_t>(out.begin(), out.begin() + n) ==
+        std::vector<std::uint32_t>{0xC00C3F00u, 2u | (4u << 8), 0x7000'0008u, 0u, 0x0000'FFFFu, 0xFFFF'FFFFu, 2u, 1u,
+                                   0x8000u, 0u, 12u, 0x9000u, 0u, 20u});
+  const auto s14 = std::span<const std::uint32_t>(out.data(), n);
+  CHECK(header_of<T>(s14) == pkt::opcode::indirect_buffer);
+  const auto ci = accepted(dt::decode_cond_indirect_buffer(s14));
+  CHECK(ci.if_then_else);
+  CHECK(ci.function == W::not_equal);
+  CHECK(ci.compare_address == 0x7000'0008ull);
+  CHECK(ci.reference == 0x1'0000'0002ull);
+  CHECK(ci.mask == 0xFFFF'FFFF'0000'FFFFull);
+  CHECK(ci.ib1_address == 0x8000);
+  CHECK(ci.ib1_size == 12);
+  CHECK(ci.ib2_address == 0x9000);
+  CHECK(ci.ib2_size == 20);
+  // (*compare & mask) != reference: bits 16..31 are masked off before the compare.
+  CHECK(ci.holds(0x2'0000'0002ull));
+  CHECK_FALSE(ci.holds(0x1'0000'0002ull));
+  CHECK_FALSE(ci.holds(0x1'1234'0002ull));
+  CHECK(ci.holds(0x1'0000'0003ull));
+  n = enc<T>::cond_indirect_buffer(out, aq::gpu_va(0x7000'0008ull), 5, ~0ull, W::equal, {aq::gpu_va(0x8000ull), 12});
+  CHECK(out[1] == (1u | (3u << 8)));  // IF_THEN
+  CHECK_FALSE(accepted(dt::decode_cond_indirect_buffer(std::span<const std::uint32_t>(out.data(), n))).if_then_else);
+
+  // INDIRECT_BUFFER with CHAIN (dw3 bit 20).
+  n = enc<T>::indirect_buffer(out, aq::gpu_va(0xA000ull), 9, 0, true);
+  CHECK(out[3] == (9u | (1u << 20) | (1u << 23)));
+  CHECK(accepted(dt::decode_indirect_buffer(std::span<const std::uint32_t>(out.data(), n))).chain);
+
+  // WAIT_REG_MEM64: COUNT 7; dw1 FUNCTION | MEM_SPACE 1; addr; reference lo/hi; mask lo/hi; poll.
+  n = enc<T>::wait_reg_mem64(out, aq::gpu_va(0x6000'0010ull), 0x1'0000'0000ull, ~0ull, W::greater_equal, 4);
+  CHECK(std::vector<std::uint32_t>(out.begin(), out.begin() + n) ==
+        std::vector<std::uint32_t>{0xC0079300u, 5u | (1u << 4), 0x6000'0010u, 0u, 0u, 1u, 0xFFFF'FFFFu, 0xFFFF'FFFFu, 4u});
+  const auto s9 = std::span<const std::uint32_t>(out.data(), n);
+  CHECK(header_of<T>(s9) == pkt::opcode::wait_reg_mem64);
+  const auto w64 = accepted(dt::decode_wait_reg_mem64(s9));
+  CHECK(w64.address == 0x6000'0010ull);
+  CHECK(w64.reference == 0x1'0000'0000ull);
+  CHECK(w64.holds(0x1'0000'0000ull));
+  CHECK_FALSE(w64.holds(0xFFFF'FFFFull));
+  CHECK_FALSE(w64.preemptible());
+
+  // WAIT_REG_MEM, preemptible: OPERATION 3 in dw1 [7:6].
+  n = enc<T>::wait_reg_mem(out, aq::gpu_va(0x6000'0000ull), 1, ~0u, W::equal, 4, true);
+  CHECK(out[1] == (3u | (1u << 4) | (3u << 6)));
+  CHECK(accepted(dt::decode_wait_reg_mem(std::span<const std::uint32_t>(out.data(), n))).preemptible());
+}
+
+TEST_CASE("the control-flow packets are refused when malformed") {
+  using V = std::vector<std::uint32_t>;
+  const auto ce = dt::decode_cond_exec(V{0xC0032200u, 0x1002u, 0, 0, 1});
+  REQUIRE_FALSE(ce);  // a byte address that is not dword aligned
+  CHECK(ce.why().fault == emu::engine_fault::reserved_bits);
+  CHECK_FALSE(dt::decode_cond_exec(V{0xC0032200u, 0x1000u, 0, 1, 1}));  // dw3 bit 0 reserved
+  CHECK_FALSE(dt::decode_cond_exec(V{0xC0032200u, 0x1000u, 0, 0, 1u << 14}));  // EXEC_COUNT is 14 bits
+  V cib(14, 0);
+  cib[0] = 0xC00C3F00u;
+  cib[1] = 3;  // MODE 3 is reserved
+  cib[10] = 4;
+  CHECK_FALSE(dt::decode_cond_indirect_buffer(cib));
+  cib[1] = 1;
+  cib[2] = 0x1004;  // compare address not 8-byte aligned
+  CHECK_FALSE(dt::decode_cond_indirect_buffer(cib));
+  cib[2] = 0x1008;
+  CHECK(dt::decode_cond_indirect_buffer(cib));
+  const auto h = dt::decode_header(V{0xC0043F00u, 0, 0, 0, 0, 0}, arch::family::gfx11);
+  REQUIRE_FALSE(h);  // opcode 0x3F of 6 dwords is neither form
+  CHECK(h.why().fault == emu::engine_fault::bad_count);
+  CHECK_FALSE(dt::decode_wait_reg_mem64(V{0xC0079300u, 5u | (1u << 4), 0x1004, 0, 0, 0, 0, 0, 4}));  // 8-byte alignment
+  CHECK_FALSE(dt::decode_wait_reg_mem64(V{0xC0079300u, 5u, 0x1000, 0, 0, 0, 0, 0, 4}));  // register space
+  // OPERATION 1 (write, then wait) is for registers, OPERATION 3 for memory.
+  CHECK_FALSE(dt::decode_wait_reg_mem(V{0xC0053C00u, 3u | (1u << 4) | (1u << 6), 0x1000, 0, 0, ~0u, 4}));
+  CHECK_FALSE(dt::decode_wait_reg_mem(V{0xC0053C00u, 3u | (3u << 6), 0x1000, 0, 0, ~0u, 4}));
+}

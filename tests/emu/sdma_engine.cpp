@@ -454,3 +454,79 @@ TEST_CASE("tinygrad's SDMA dwords (spec §3.4) run as documented") {
   std::memcpy(&v64, buf.p + 6016, 8);
   CHECK(v64 == 0x11223344AABBCCDDull);
 }
+
+// ---- device-evaluated control flow on SDMA: INDIRECT and COND_EXE (docs/pm4-sdma.md) ---------------
+TEST_CASE("SDMA COND_EXE dwords are the documented layout (Linux SDMA_PKT_COND_EXE)") {
+  std::array<std::uint32_t, 5> out{};
+  CHECK(q::sdma::encoder_v6::cond_exe(out, gpu_va(0x1'2345'6788ull), 1, 9) == 5u);
+  CHECK(out == std::array<std::uint32_t, 5>{0x00000009u, 0x23456788u, 0x1u, 1u, 9u});
+}
+
+TEST_CASE_TEMPLATE("INDIRECT runs an IB's packets; COND_EXE runs the next dwords only when *ADDR == REFERENCE", T, ALL_ENGINES) {
+  constexpr engine E = T::value;
+  using enc = q::sdma::encoder<E>;
+  rig<E> r;
+  region data(8192), ibmem(4096);
+  r.vm.map(data.p, data.size);
+  r.vm.map(ibmem.p, ibmem.size);
+  auto word = [&](std::size_t off) { return std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(data.p + off)).load(); };
+  pattern(data.p, 256, 7);
+  // The IB (32-byte aligned): copy 256 bytes to +1024, then fence 0x1B at +4096, built with the encoder.
+  std::vector<std::uint32_t> ib(enc::copy_linear_dwords + enc::fence_dwords);
+  enc::copy_linear(std::span<std::uint32_t>(ib).first(enc::copy_linear_dwords), gpu_va(data.va(1024)), gpu_va(data.va(0)), 256);
+  enc::fence(std::span<std::uint32_t>(ib).subspan(enc::copy_linear_dwords), gpu_va(data.va(4096)), 0x1B);
+  std::memcpy(ibmem.p, ib.data(), 4 * ib.size());
+  REQUIRE(r.queue->try_indirect(gpu_va(ibmem.va()), static_cast<std::uint32_t>(ib.size())));
+  REQUIRE(r.finish());
+  CHECK(std::memcmp(data.p + 1024, data.p, 256) == 0);
+  CHECK(word(4096) == 0x1Bu);
+
+  // COND_EXE in the ring: flag (at +4100) 0 != REFERENCE 1 skips the next FENCE; 1 runs it.
+  auto fence_aa = [&](std::span<std::uint32_t> o) { enc::fence(o, gpu_va(data.va(4104)), 0xAA); };
+  REQUIRE(r.queue->try_cond_exe(gpu_va(data.va(4100)), 1, enc::fence_dwords, fence_aa, 10s, false));
+  REQUIRE(r.queue->try_fence(gpu_va(data.va(4108)), 0xBB));
+  REQUIRE(r.finish());
+  CHECK(word(4104) == 0u);
+  CHECK(word(4108) == 0xBBu);
+  std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(data.p + 4100)).store(1);
+  REQUIRE(r.queue->try_cond_exe(gpu_va(data.va(4100)), 1, enc::fence_dwords, fence_aa));
+  REQUIRE(r.finish());
+  CHECK(word(4104) == 0xAAu);
+
+  // COND_EXE inside an IB skips within the IB; the ring goes on after it.
+  std::vector<std::uint32_t> ib2(enc::cond_exe_dwords + 2 * enc::fence_dwords);
+  auto s2 = std::span<std::uint32_t>(ib2);
+  enc::cond_exe(s2.first(enc::cond_exe_dwords), gpu_va(data.va(4112)), 5, enc::fence_dwords);  // *ADDR is 0: skip
+  enc::fence(s2.subspan(enc::cond_exe_dwords, enc::fence_dwords), gpu_va(data.va(4116)), 0xCC);
+  enc::fence(s2.subspan(enc::cond_exe_dwords + enc::fence_dwords), gpu_va(data.va(4120)), 0xDD);
+  std::memcpy(ibmem.p + 1024, ib2.data(), 4 * ib2.size());
+  REQUIRE(r.queue->try_indirect(gpu_va(ibmem.va(1024)), static_cast<std::uint32_t>(ib2.size())));
+  REQUIRE(r.finish());
+  CHECK(word(4116) == 0u);
+  CHECK(word(4120) == 0xDDu);
+  CHECK_FALSE(r.eng->has_error());
+}
+
+TEST_CASE("SDMA INDIRECT that does not end on an 8-dword boundary, or inside an IB, is refused") {
+  SUBCASE("misaligned end") {
+    rig<engine::v6_0> r;
+    region ibmem(4096);
+    r.vm.map(ibmem.p, ibmem.size);
+    // At ring dword 0 the 6-dword packet ends at dword 6, not 8 (encoder::indirect_pad_before(0) == 2).
+    emit_raw(r, {0x00000004u, lo32(ibmem.va()), hi32(ibmem.va()), 4, 0, 0});
+    const auto e = wait_error(r);
+    CHECK(e.fault == emu::engine_fault::misaligned_address);
+    CHECK(e.detail.find("8-dword") != std::string::npos);
+  }
+  SUBCASE("nested") {
+    rig<engine::v6_0> r;
+    region ibmem(4096);
+    r.vm.map(ibmem.p, ibmem.size);
+    const std::uint32_t inner[6] = {0x00000004u, lo32(ibmem.va(512)), hi32(ibmem.va(512)), 1, 0, 0};
+    std::memcpy(ibmem.p, inner, sizeof inner);
+    REQUIRE(r.queue->try_indirect(gpu_va(ibmem.va()), 6));
+    const auto e = wait_error(r);
+    CHECK(e.fault == emu::engine_fault::unsupported_packet);
+    CHECK(e.in_indirect_buffer);
+  }
+}

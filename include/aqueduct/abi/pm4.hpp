@@ -324,11 +324,14 @@ inline constexpr std::uint32_t dwords = 8;
 namespace wait_reg_mem {
 using function = bitfield<0, 3>;   // dw1, compare_function
 using mem_space = bitfield<4, 2>;  // dw1: 0 register, 1 memory
-using operation = bitfield<6, 2>;  // dw1: 0 wait, 1 write-then-wait, 3 wait preemptable
+using operation = bitfield<6, 2>;  // dw1: 0 wait, 1 write-then-wait (registers), 3 wait preemptable (memory)
 using engine_sel = bitfield<8, 1>;  // dw1: 0 ME/MEC
 using cache_policy = bitfield<25, 2>;  // dw1
 using poll_interval = bitfield<0, 16>;  // dw6
 using optimize_ace_offload_mode = bitflag<31>;  // dw6 (ROCT sets 1)
+inline constexpr std::uint32_t operation_wait = 0;
+inline constexpr std::uint32_t operation_write_wait = 1;          // registers: write, then poll
+inline constexpr std::uint32_t operation_wait_preemptible = 3;    // memory: the wait may be preempted
 enum class compare_function : std::uint32_t {
   always = 0, less = 1, less_equal = 2, equal = 3, not_equal = 4, greater_equal = 5, greater = 6,
 };
@@ -395,6 +398,83 @@ static_assert(offsetof(packet, ib_base_lo) == 4 && offsetof(packet, ib_base_hi) 
 inline constexpr std::uint32_t dwords = 4;
 }  // namespace indirect_buffer
 
+// ---- COND_EXEC (0x22): 5 dwords, COUNT 3 --------------------------------------------------------
+// [PAL gfx9_plus_merged_f32_mec_pm4_packets.h PM4_MEC_COND_EXEC; LNX gfx_v11_0_ring_emit_init_cond_exec]
+// The next EXEC_COUNT dwords run only if the 32-bit value at ADDR is not 0 (Linux: "discard
+// following DWs if *cond_exec_gpu_addr==0"). docs/pm4.md "Device-evaluated control flow".
+namespace cond_exec {
+using addr_lo_reserved = bitfield<0, 2>;  // dw1 [1:0]: the address is dword aligned
+using cache_policy = bitfield<25, 2>;     // dw3; the rest of dw3 is reserved
+using exec_count = bitfield<0, 14>;       // dw4
+struct packet {
+  std::uint32_t header;
+  std::uint32_t addr_lo;
+  std::uint32_t addr_hi;
+  std::uint32_t control;
+  std::uint32_t exec_count;
+};
+static_assert(sizeof(packet) == 20 && alignof(packet) == 4);
+static_assert(offsetof(packet, addr_lo) == 4 && offsetof(packet, addr_hi) == 8 && offsetof(packet, control) == 12 &&
+              offsetof(packet, exec_count) == 16);
+inline constexpr std::uint32_t dwords = 5;
+}  // namespace cond_exec
+
+// ---- COND_INDIRECT_BUFFER (0x3F, COUNT 12): 14 dwords --------------------------------------------
+// [PAL PM4_MEC_COND_INDIRECT_BUFFER] The same opcode as INDIRECT_BUFFER, told apart by its length.
+// ((*COMPARE_ADDR & MASK) FUNCTION REFERENCE), 64-bit: true runs IB1; false runs IB2 in
+// IF_THEN_ELSE mode and nothing in IF_THEN mode. FUNCTION codes are WAIT_REG_MEM's.
+namespace cond_indirect_buffer {
+using mode = bitfield<0, 2>;       // dw1
+using function = bitfield<8, 3>;   // dw1
+using compare_addr_reserved = bitfield<0, 3>;  // dw2 [2:0]: the compare address is 8-byte aligned
+using ib_base_reserved = bitfield<0, 2>;       // dw8 / dw11 [1:0]
+using ib_size = bitfield<0, 20>;               // dw10 / dw13, dwords
+using cache_policy = bitfield<28, 2>;          // dw10 / dw13
+enum class mode_value : std::uint32_t { if_then = 1, if_then_else = 2 };
+struct packet {
+  std::uint32_t header;
+  std::uint32_t control;  // MODE, FUNCTION
+  std::uint32_t compare_addr_lo;
+  std::uint32_t compare_addr_hi;
+  std::uint32_t mask_lo;
+  std::uint32_t mask_hi;
+  std::uint32_t reference_lo;
+  std::uint32_t reference_hi;
+  std::uint32_t ib1_base_lo;
+  std::uint32_t ib1_base_hi;
+  std::uint32_t ib1_size;
+  std::uint32_t ib2_base_lo;
+  std::uint32_t ib2_base_hi;
+  std::uint32_t ib2_size;
+};
+static_assert(sizeof(packet) == 56 && alignof(packet) == 4);
+static_assert(offsetof(packet, compare_addr_lo) == 8 && offsetof(packet, mask_lo) == 16 && offsetof(packet, reference_lo) == 24 &&
+              offsetof(packet, ib1_base_lo) == 32 && offsetof(packet, ib1_size) == 40 && offsetof(packet, ib2_base_lo) == 44 &&
+              offsetof(packet, ib2_size) == 52);
+inline constexpr std::uint32_t dwords = 14;
+}  // namespace cond_indirect_buffer
+
+// ---- WAIT_REG_MEM64 (0x93): 9 dwords, COUNT 7 --------------------------------------------------
+// [PAL PM4_MEC_WAIT_REG_MEM64] WAIT_REG_MEM on a 64-bit value: dw1 as WAIT_REG_MEM's; the memory
+// address is 8-byte aligned; reference and mask are 64-bit.
+namespace wait_reg_mem64 {
+using poll_addr_reserved = bitfield<0, 3>;  // dw2 [2:0]
+struct packet {
+  std::uint32_t header;
+  std::uint32_t control;  // wait_reg_mem::function / mem_space / operation / cache_policy
+  std::uint32_t poll_addr_lo;
+  std::uint32_t poll_addr_hi;
+  std::uint32_t reference_lo;
+  std::uint32_t reference_hi;
+  std::uint32_t mask_lo;
+  std::uint32_t mask_hi;
+  std::uint32_t poll_interval;  // wait_reg_mem::poll_interval, optimize_ace_offload_mode
+};
+static_assert(sizeof(packet) == 36 && alignof(packet) == 4);
+static_assert(offsetof(packet, reference_lo) == 16 && offsetof(packet, mask_lo) == 24 && offsetof(packet, poll_interval) == 32);
+inline constexpr std::uint32_t dwords = 9;
+}  // namespace wait_reg_mem64
+
 // ---- EVENT_WRITE (0x46) §1.3 ----------------------------------------------------------------
 namespace event_write {
 using event_type = bitfield<0, 6>;   // dw1, vgt_event
@@ -421,7 +501,8 @@ static_assert(sizeof(packet) == 8 && offsetof(packet, control) == 4);
 inline constexpr std::uint32_t dwords = 2;
 }  // namespace pred_exec
 
-// Whole length in dwords of the fixed-size packets above (ACQUIRE_MEM per generation), 0 for
+// Whole length in dwords of the fixed-size packets above (ACQUIRE_MEM per generation; opcode 0x3F
+// is INDIRECT_BUFFER's 4 — COND_INDIRECT_BUFFER shares the opcode with 14), 0 for
 // the variable-length ones (NOP, SET_SH_REG, WRITE_DATA) and for opcodes not described here.
 // For decoders that reject a bad COUNT.
 [[nodiscard]] constexpr std::uint32_t fixed_packet_dwords(opcode op, bool gfx9_form) noexcept {
@@ -430,7 +511,9 @@ inline constexpr std::uint32_t dwords = 2;
     case opcode::acquire_mem: return gfx9_form ? acquire_mem::gfx9::dwords : acquire_mem::gfx10::dwords;
     case opcode::release_mem: return release_mem::dwords;
     case opcode::wait_reg_mem: return wait_reg_mem::dwords;
-    case opcode::indirect_buffer: return indirect_buffer::dwords;
+    case opcode::indirect_buffer: return indirect_buffer::dwords;  // or cond_indirect_buffer::dwords (same opcode)
+    case opcode::cond_exec: return cond_exec::dwords;
+    case opcode::wait_reg_mem64: return wait_reg_mem64::dwords;
     case opcode::pred_exec: return pred_exec::dwords;
     default: return 0;
   }

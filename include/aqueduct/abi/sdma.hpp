@@ -332,9 +332,21 @@ static_assert(sizeof(packet) == 20 && offsetof(packet, dw4) == 16);
 inline constexpr std::uint32_t dwords = 5;
 }  // namespace gcr_req
 
-// ---- COND_EXE (op 9): 5 dwords ----------------------------------------------------------------
+// ---- COND_EXE (op 9): 5 dwords [LNX sdma_v6_0_0_pkt_open.h SDMA_PKT_COND_EXE; sdma_v6_0_ring_init_cond_exec]
+// The next EXEC_COUNT dwords run only if the 32-bit value at ADDR equals REFERENCE (Linux writes
+// REFERENCE 1 and a 0/1 flag at ADDR; the equality compare is how the emulator reads the field —
+// docs/pm4-sdma.md).
 namespace cond_exe {
 using exec_count = bitfield<0, 14>;  // dw4
+struct packet {
+  std::uint32_t header;
+  std::uint32_t addr_lo;  // dword aligned
+  std::uint32_t addr_hi;
+  std::uint32_t reference;
+  std::uint32_t exec_count;
+};
+static_assert(sizeof(packet) == 20 && offsetof(packet, addr_lo) == 4 && offsetof(packet, reference) == 12 &&
+              offsetof(packet, exec_count) == 16);
 inline constexpr std::uint32_t dwords = 5;
 }  // namespace cond_exe
 

@@ -14,8 +14,9 @@
 //     CWSR area and are restored from it.
 // What stays here is what a packet does to the machine: memory it writes or polls (every access
 // checked against the VM), interrupts it raises, indirect buffers it runs, and the ring itself.
-// Packets: NOP, SET_SH_REG, DISPATCH_DIRECT, ACQUIRE_MEM, RELEASE_MEM, WAIT_REG_MEM, WRITE_DATA,
-// INDIRECT_BUFFER, EVENT_WRITE, PRED_EXEC (spec/packets.md §1.3; docs/pm4.md).
+// Packets: NOP, SET_SH_REG, DISPATCH_DIRECT, ACQUIRE_MEM, RELEASE_MEM, WAIT_REG_MEM(64), WRITE_DATA,
+// INDIRECT_BUFFER (nested, chained), COND_INDIRECT_BUFFER, COND_EXEC, EVENT_WRITE, PRED_EXEC
+// (spec/packets.md §1.3; docs/pm4.md; the control-flow packets: docs/pm4-sdma.md).
 // Strictness: whatever the decoder refuses, an unknown opcode and an unmapped address stop the
 // queue with an engine_error (fault, read/write pointers, the packet decoded). The GFX11 PRIV bug
 // is modelled (spec/kfd.md §4): on a DEGFX11_12113 part a dispatch whose COMPUTE_PGM_RSRC1 lacks
@@ -216,6 +217,12 @@ class pm4_processor : public queue_wakeup {
         wait_for_wakeup(seen, opt_.idle_poll);
         continue;
       }
+      if (skip_ != 0) {  // COND_EXEC discarded what follows it: consume those dwords as they arrive
+        const std::uint64_t n = std::min<std::uint64_t>(skip_, w - rptr_local_);
+        skip_ -= static_cast<std::uint32_t>(n);
+        advance(rptr_local_ + n);
+        continue;
+      }
       const std::uint32_t hdr = ring_at(rptr_local_);
       const std::uint64_t len = detail::pm4_packet_dwords(hdr);
       if (len > ring_dwords_) {
@@ -236,15 +243,20 @@ class pm4_processor : public queue_wakeup {
         continue;
       }
       retries_ = 0;
+      nonpreemptible_wait_ = false;
       if (s == step::fault) continue;
-      rptr_local_ += len;
-      std::atomic_ref<std::uint64_t>(*rptr_).store(rptr_local_, std::memory_order_release);
-      {
-        std::lock_guard lock(mu_);
-        rptr_pub_.store(rptr_local_, std::memory_order_release);
-      }
-      state_cv_.notify_all();
+      advance(rptr_local_ + len);
     }
+  }
+
+  void advance(std::uint64_t to) {
+    rptr_local_ = to;
+    std::atomic_ref<std::uint64_t>(*rptr_).store(rptr_local_, std::memory_order_release);
+    {
+      std::lock_guard lock(mu_);
+      rptr_pub_.store(rptr_local_, std::memory_order_release);
+    }
+    state_cv_.notify_all();
   }
 
   void fail(engine_fault f, std::span<const std::uint32_t> pkt, std::uint64_t addr, bool in_ib, const std::string& why) {
@@ -323,9 +335,35 @@ class pm4_processor : public queue_wakeup {
         return write_data(*d, p, in_ib);
       }
       case a::opcode::indirect_buffer: {
+        if (p.size() == a::cond_indirect_buffer::dwords) {
+          const auto d = detail::decode_cond_indirect_buffer(p);
+          if (!d) return refuse(d.why(), p, in_ib);
+          return cond_indirect_buffer(*d, p, depth);
+        }
         const auto d = detail::decode_indirect_buffer(p);
         if (!d) return refuse(d.why(), p, in_ib);
-        return indirect_buffer(*d, p, depth);
+        if (d->chain) {
+          // A jump, not a call: the current IB ends here and continues in the new one (run_ib).
+          if (depth == 0) return refuse({engine_fault::reserved_bits, "a chained INDIRECT_BUFFER outside an IB", 0}, p, in_ib);
+          chain_ = *d;
+          return step::done;
+        }
+        return run_ib(d->address, d->size_dw, depth + 1, p);
+      }
+      case a::opcode::cond_exec: {
+        const auto d = detail::decode_cond_exec(p);
+        if (!d) return refuse(d.why(), p, in_ib);
+        if (!vm_.is_mapped(d->address, 4)) return refuse({engine_fault::not_mapped, "COND_EXEC condition", d->address}, p, in_ib);
+        const std::uint32_t v = std::atomic_ref<std::uint32_t>(*host<std::uint32_t>(d->address)).load(std::memory_order_acquire);
+        skip_ = v == 0 ? d->exec_count : 0;  // the stream's next EXEC_COUNT dwords are discarded
+        return step::done;
+      }
+      case a::opcode::wait_reg_mem64: {
+        const auto d = detail::decode_wait_reg_mem64(p);
+        if (!d) return refuse(d.why(), p, in_ib);
+        if (!vm_.is_mapped(d->address, 8)) return refuse({engine_fault::not_mapped, "WAIT_REG_MEM64 poll address", d->address}, p, in_ib);
+        const std::uint64_t v = std::atomic_ref<std::uint64_t>(*host<std::uint64_t>(d->address)).load(std::memory_order_acquire);
+        return waited(d->holds(v), d->preemptible());
       }
       case a::opcode::event_write: {
         // The emulated pipe is idle between packets: partial flushes complete at once.
@@ -374,7 +412,24 @@ class pm4_processor : public queue_wakeup {
     if (!d.memory) return step::done;  // register polls (HDP flush): the emulated HDP is always flushed
     if (!vm_.is_mapped(d.address, 4)) return refuse({engine_fault::not_mapped, "WAIT_REG_MEM poll address", d.address}, p, in_ib);
     const std::uint32_t v = std::atomic_ref<std::uint32_t>(*host<std::uint32_t>(d.address)).load(std::memory_order_acquire);
-    return d.holds(v) ? step::done : step::retry;
+    return waited(d.holds(v), d.preemptible());
+  }
+  // A wait that does not hold yet is retried. Only OPERATION 3 (WAIT_MEM_PREEMPTABLE) lets the
+  // queue be preempted meanwhile; any other wait holds a preemption off until it is satisfied,
+  // as the MEC does — a queue stuck in one cannot be taken off the hardware.
+  step waited(bool holds, bool preemptible) {
+    if (holds) return step::done;
+    nonpreemptible_wait_ = !preemptible;
+    return step::retry;
+  }
+
+  step cond_indirect_buffer(const detail::cond_indirect_buffer_fields& d, std::span<const std::uint32_t> p, unsigned depth) {
+    if (!vm_.is_mapped(d.compare_address, 8))
+      return refuse({engine_fault::not_mapped, "COND_INDIRECT_BUFFER compare address", d.compare_address}, p, depth != 0);
+    const std::uint64_t v = std::atomic_ref<std::uint64_t>(*host<std::uint64_t>(d.compare_address)).load(std::memory_order_acquire);
+    if (d.holds(v)) return run_ib(d.ib1_address, d.ib1_size, depth + 1, p);
+    if (d.if_then_else) return run_ib(d.ib2_address, d.ib2_size, depth + 1, p);
+    return step::done;
   }
 
   step write_data(const detail::write_data_fields& d, std::span<const std::uint32_t> p, bool in_ib) {
@@ -387,38 +442,50 @@ class pm4_processor : public queue_wakeup {
     return step::done;
   }
 
-  step indirect_buffer(const detail::indirect_buffer_fields& d, std::span<const std::uint32_t> p, unsigned depth) {
-    if (d.chain) return refuse({engine_fault::reserved_bits, "chained IBs are not supported", 0}, p, depth != 0);
-    if (depth + 1 > opt_.max_ib_depth) return refuse({engine_fault::bad_count, "indirect buffers nested too deep", 0}, p, depth != 0);
-    if (!vm_.is_mapped(d.address, 4ull * d.size_dw)) return refuse({engine_fault::not_mapped, "indirect buffer", d.address}, p, depth != 0);
-    std::vector<std::uint32_t> buf(d.size_dw);
-    std::memcpy(buf.data(), host<const std::uint32_t>(d.address), 4ull * d.size_dw);
-    pred_skip_ = 0;
-    for (std::size_t at = 0; at < d.size_dw;) {
-      const std::uint64_t len = detail::pm4_packet_dwords(buf[at]);
-      if (at + len > d.size_dw) {
-        fail(engine_fault::bad_count, std::span<const std::uint32_t>(buf).subspan(at), d.address + 4 * at, true,
-             "packet runs past the end of its indirect buffer");
-        return step::fault;
+  // Runs `size_dw` dwords at `address` as an IB of nesting level `depth` (1: called from the
+  // ring). A chained INDIRECT_BUFFER inside it replaces it (the rest of the IB is not run) at the
+  // same level; PRED_EXEC and COND_EXEC skip dwords within the IB they are in.
+  step run_ib(std::uint64_t address, std::uint32_t size_dw, unsigned depth, std::span<const std::uint32_t> launcher) {
+    const bool nested = depth > 1;
+    if (depth > opt_.max_ib_depth) return refuse({engine_fault::bad_count, "indirect buffers nested too deep", 0}, launcher, nested);
+    for (;;) {  // once per chained IB
+      if (!vm_.is_mapped(address, 4ull * size_dw)) return refuse({engine_fault::not_mapped, "indirect buffer", address}, launcher, nested);
+      std::vector<std::uint32_t> buf(size_dw);
+      std::memcpy(buf.data(), host<const std::uint32_t>(address), 4ull * size_dw);
+      pred_skip_ = 0;
+      skip_ = 0;
+      chain_.reset();
+      for (std::size_t at = 0; at < size_dw && !chain_;) {
+        const std::uint64_t len = detail::pm4_packet_dwords(buf[at]);
+        if (at + len > size_dw) {
+          fail(engine_fault::bad_count, std::span<const std::uint32_t>(buf).subspan(at), address + 4 * at, true,
+               "packet runs past the end of its indirect buffer");
+          return step::fault;
+        }
+        if (const std::uint32_t s = std::max(pred_skip_, skip_); s != 0) {  // PRED_EXEC / COND_EXEC: skip
+          pred_skip_ = skip_ = 0;
+          at += std::min<std::uint64_t>(s, size_dw - at);
+          continue;
+        }
+        const auto pk = std::span<const std::uint32_t>(buf).subspan(at, len);
+        step st;
+        while ((st = execute(pk, depth, true)) == step::retry) {
+          if (preemption_point(nullptr) == step::stopped) return step::stopped;
+          std::unique_lock lock(mu_);
+          if (stop_) return step::stopped;
+          cv_.wait_for(lock, opt_.wait_poll);
+        }
+        nonpreemptible_wait_ = false;
+        if (st != step::done) return st;
+        at += len;
       }
-      if (pred_skip_ != 0) {  // PRED_EXEC excluded this XCC: skip the next EXEC_COUNT dwords
-        const std::uint32_t skip = static_cast<std::uint32_t>(std::min<std::uint64_t>(pred_skip_, d.size_dw - at));
-        pred_skip_ = 0;
-        at += skip;
-        continue;
-      }
-      const auto pk = std::span<const std::uint32_t>(buf).subspan(at, len);
-      step s;
-      while ((s = execute(pk, depth + 1, true)) == step::retry) {
-        if (preemption_point(nullptr) == step::stopped) return step::stopped;
-        std::unique_lock lock(mu_);
-        if (stop_) return step::stopped;
-        cv_.wait_for(lock, opt_.wait_poll);
-      }
-      if (s != step::done) return s;
-      at += len;
+      pred_skip_ = skip_ = 0;  // a skip does not reach past the end of its IB
+      if (!chain_) return step::done;
+      address = chain_->address;
+      size_dw = chain_->size_dw;
+      launcher = {};
+      if (stopping()) return step::stopped;
     }
-    return step::done;
   }
 
   // ------------------------------------------------------------------ dispatch
@@ -464,6 +531,7 @@ class pm4_processor : public queue_wakeup {
   // workgroup run->next_wg of that dispatch; null between packets. done, fault (hang recorded) or stopped.
   step preemption_point(const running_dispatch* run) {
     if (stopping()) return step::stopped;
+    if (nonpreemptible_wait_) return step::done;  // held off until the wait is satisfied
     if (!preemptor_.due(run != nullptr)) return step::done;
     detail::resident_dispatch resident[1];
     std::size_t n = 0;
@@ -508,7 +576,10 @@ class pm4_processor : public queue_wakeup {
   detail::sh_register_file sh_;
   std::vector<std::uint32_t> cur_;
   bool dead_ = false;
-  std::uint32_t pred_skip_ = 0;
+  std::uint32_t pred_skip_ = 0;                              // PRED_EXEC in an IB
+  std::uint32_t skip_ = 0;                                   // COND_EXEC: dwords of this stream to discard
+  std::optional<detail::indirect_buffer_fields> chain_;      // a chained IB to continue in
+  bool nonpreemptible_wait_ = false;                         // a WAIT_REG_MEM other than OPERATION 3 is waiting
   unsigned retries_ = 0;
 
   std::atomic<std::uint64_t> rptr_pub_{0};

@@ -8,7 +8,8 @@
 // a previous queue of the same id rang — decodes packets at its read pointer (bytes, monotonic; the ring offset is the
 // pointer modulo the ring size) and runs NOP, COPY_LINEAR, WRITE_UNTILED, CONSTANT_FILL, FENCE,
 // TRAP, POLL_REGMEM (memory polls; the HDP-flush form completes at once: the emulator has no HDP),
-// TIMESTAMP (GET, GET_GLOBAL), ATOMIC (ADD64) and GCR_REQ (a no-op: memory is coherent), in the
+// TIMESTAMP (GET, GET_GLOBAL), ATOMIC (ADD64), GCR_REQ (a no-op: memory is coherent), INDIRECT
+// and COND_EXE (docs/pm4-sdma.md "Device-evaluated control flow"), in the
 // layouts of engine versions 4, 5.0, 5.2, 6 and 7 (abi/sdma.hpp, spec/packets.md §3). After each
 // packet it stores the new read pointer (release). Packets may straddle the ring end (Linux's own
 // SDMA rings are written dword by dword with wrap-around, amdgpu_ring_write).
@@ -40,6 +41,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -132,6 +134,12 @@ class sdma_engine : public queue_wakeup {
       const std::uint64_t seen = wake_seq();  // before looking, so no wake-up is lost
       const std::uint64_t w = wptr();
       const std::uint64_t r = read_offset();
+      if (r < w && skip_ != 0) {  // COND_EXE discarded what follows it: consume those dwords as they arrive
+        const std::uint64_t n = std::min<std::uint64_t>(skip_, (w - r) / 4);
+        skip_ -= static_cast<std::uint32_t>(n);
+        if (n != 0) advance(r + 4 * n);
+        continue;
+      }
       if (r < w && step(r, w)) {
         idle_since = std::chrono::steady_clock::now();
         nap = std::chrono::microseconds{10};
@@ -155,6 +163,15 @@ class sdma_engine : public queue_wakeup {
   // Runs the packet at `r` if it is complete (true); false when it is not yet all published or
   // a POLL_REGMEM is still waiting (the engine dozes and retries).
   bool step(std::uint64_t r, std::uint64_t w);
+  // A packet's length in dwords from its header (and dw3 for WRITE), 0 when `avail` dwords do
+  // not tell it yet.
+  [[nodiscard]] std::uint32_t packet_dwords(std::uint32_t h, std::uint32_t dw3, std::uint64_t avail) const noexcept;
+  enum class outcome : std::uint8_t { done, retry, fault };
+  // Runs one packet (its dwords in `pkt`) read at ring offset `r` (the INDIRECT packet's, for a
+  // packet of an IB). COND_EXE sets skip_.
+  outcome exec(std::span<const std::uint32_t> pkt, std::uint64_t r, bool in_ib);
+  // INDIRECT: the IB's packets, in order; a POLL_REGMEM in it is waited for here.
+  outcome run_ib(std::span<const std::uint32_t> pkt, std::uint64_t r);
 
   void advance(std::uint64_t to) {
     std::atomic_ref<std::uint64_t>(*rptr_word_).store(to, std::memory_order_release);
@@ -165,14 +182,16 @@ class sdma_engine : public queue_wakeup {
     progress_cv_.notify_all();
   }
 
-  void fail(engine_fault f, std::uint64_t r, std::uint32_t len, std::uint64_t address, const std::string& why) {
+  void fail(engine_fault f, std::uint64_t r, std::span<const std::uint32_t> pkt, std::uint64_t address, const std::string& why,
+            bool in_ib = false) {
     engine_error e;
     e.engine = engine_kind::sdma;
     e.fault = f;
     e.position = r;
     e.write_position = wptr();
     e.address = address;
-    for (std::uint32_t i = 0; i < len && i < 16; ++i) e.packet.push_back(dw(r + 4ull * i));
+    e.in_indirect_buffer = in_ib;
+    for (std::size_t i = 0; i < pkt.size() && i < 16; ++i) e.packet.push_back(pkt[i]);
     char buf[256];
     std::snprintf(buf, sizeof buf, "%s: %s%s%s at 0x%llx; %s queue %u on gpu_id %u, rptr %llu, wptr %llu; packet:",
                   engine_name(b_.engine), engine_fault_name(f), why.empty() ? "" : " — ", why.c_str(),
@@ -220,46 +239,116 @@ class sdma_engine : public queue_wakeup {
   std::atomic<std::uint64_t> rptr_{0};
   std::atomic<std::uint64_t> moved_{0};
   std::uint32_t poll_tries_ = 0;  // polls of the current POLL_REGMEM (engine thread only)
+  std::uint32_t skip_ = 0;        // COND_EXE: dwords of the current stream to discard (engine thread only)
+  std::vector<std::uint32_t> cur_;  // the packet being run (engine thread only)
 
   mutable std::condition_variable progress_cv_;  // with queue_wakeup::mu_
   engine_error_slot errors_;
   std::thread thread_;
 };
 
-inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
+inline std::uint32_t sdma_engine::packet_dwords(std::uint32_t h, std::uint32_t dw3, std::uint64_t avail) const noexcept {
   namespace s = abi::sdma;
-  const std::uint64_t avail = (w - r) / 4;
-  const std::uint32_t h = dw(r);
   const auto op = static_cast<s::op>(s::header_op::get(h));
   const std::uint32_t sub = s::header_sub_op::get(h);
   const s::engine eng = b_.engine;
-  auto at = [&](std::uint32_t i) { return dw(r + 4ull * i); };
+  switch (op) {
+    case s::op::nop: return 1 + s::nop::count::get(h);
+    case s::op::copy: return sub == s::sub_op::copy_linear ? s::copy_linear::dwords(eng) : 1;
+    case s::op::write:
+      if (avail < 4) return 0;
+      return sub == s::sub_op::write_linear ? s::write_untiled::head_dwords + s::write_untiled::count::get(dw3) + 1 : 1;
+    case s::op::fence: return s::fence::dwords;
+    case s::op::trap: return s::trap::dwords;
+    case s::op::poll_regmem: return s::poll_regmem::dwords;
+    case s::op::atomic: return s::atomic::dwords;
+    case s::op::const_fill: return s::constant_fill::dwords;
+    case s::op::timestamp: return s::timestamp::dwords;
+    case s::op::gcr_req: return s::has_gcr_req(eng) ? s::gcr_req::dwords : 1;
+    case s::op::indirect: return s::indirect::dwords;
+    case s::op::cond_exe: return s::cond_exe::dwords;
+    default: return 1;
+  }
+}
+
+inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
+  // Packet length first: an incomplete packet waits for more of the ring to be published.
+  const std::uint64_t avail = (w - r) / 4;
+  const std::uint32_t len = packet_dwords(dw(r), avail >= 4 ? dw(r + 12) : 0, avail);
+  if (len == 0 || avail < len) return false;
+  std::vector<std::uint32_t>& pkt = cur_;
+  pkt.resize(len);
+  for (std::uint32_t i = 0; i < len; ++i) pkt[i] = dw(r + 4ull * i);
+  switch (exec(pkt, r, false)) {
+    case outcome::done: advance(r + 4ull * len); return true;
+    case outcome::retry:
+    case outcome::fault: return false;
+  }
+  return false;
+}
+
+inline sdma_engine::outcome sdma_engine::run_ib(std::span<const std::uint32_t> pkt, std::uint64_t r) {
+  namespace s = abi::sdma;
+  namespace ib = s::indirect;
+  auto refuse = [&](engine_fault f, std::uint64_t a, const std::string& why) {
+    fail(f, r, pkt, a, why);
+    return outcome::fault;
+  };
+  const std::uint32_t h = pkt[0];
+  if ((h & ~(s::header_op::mask | ib::vmid::mask | (s::has_gcr_req(b_.engine) ? ib::priv_v5::mask : 0u))) != 0)
+    return refuse(engine_fault::reserved_bits, 0, "INDIRECT header bits outside OP/VMID/PRIV");
+  const std::uint64_t base = (std::uint64_t{pkt[2]} << 32) | pkt[1];
+  const std::uint32_t size = ib::ib_size::get(pkt[3]);
+  if (base % 32) return refuse(engine_fault::misaligned_address, base, "INDIRECT IB base must be 32-byte aligned");
+  if ((pkt[3] & ~ib::ib_size::mask) != 0) return refuse(engine_fault::reserved_bits, 0, "INDIRECT dw3 outside IB_SIZE");
+  if (size == 0) return refuse(engine_fault::bad_count, 0, "INDIRECT of 0 dwords");
+  // The packet must END on an 8-dword boundary of the ring (Linux sdma_v6_0_ring_emit_ib pads NOPs first).
+  if ((r + 4ull * pkt.size()) % 32 != 0)
+    return refuse(engine_fault::misaligned_address, 0, "INDIRECT must end on an 8-dword ring boundary (pad NOPs before it: encoder::indirect_pad_before)");
+  std::uint64_t bad = 0;
+  if (!check(base, 4ull * size, bad)) return refuse(engine_fault::memory_violation, bad, "INDIRECT IB read");
+  std::vector<std::uint32_t> buf(size);
+  std::memcpy(buf.data(), vm_.host_address(base), 4ull * size);
+  skip_ = 0;
+  for (std::uint32_t at = 0; at < size;) {
+    if (skip_ != 0) {  // COND_EXE inside the IB: its next dwords are discarded
+      at += std::min(skip_, size - at);
+      skip_ = 0;
+      continue;
+    }
+    const std::uint32_t len = packet_dwords(buf[at], at + 3 < size ? buf[at + 3] : 0, size - at);
+    if (len == 0 || at + len > size) {
+      fail(engine_fault::bad_count, r, std::span<const std::uint32_t>(buf).subspan(at), base + 4ull * at,
+           "packet runs past the end of its indirect buffer", true);
+      return outcome::fault;
+    }
+    const auto p = std::span<const std::uint32_t>(buf).subspan(at, len);
+    outcome o;
+    while ((o = exec(p, r, true)) == outcome::retry) {  // a POLL_REGMEM in the IB: poll here
+      std::unique_lock lock(mu_);
+      if (stop_) return outcome::fault;
+      cv_.wait_for(lock, opt_.idle_poll_max);
+    }
+    if (o != outcome::done) return o;
+    at += len;
+  }
+  skip_ = 0;  // a skip does not reach past the end of its IB
+  return outcome::done;
+}
+
+inline sdma_engine::outcome sdma_engine::exec(std::span<const std::uint32_t> pkt, std::uint64_t r, bool in_ib) {
+  namespace s = abi::sdma;
+  const std::uint32_t h = pkt[0];
+  const auto op = static_cast<s::op>(s::header_op::get(h));
+  const std::uint32_t sub = s::header_sub_op::get(h);
+  const s::engine eng = b_.engine;
+  const auto len = static_cast<std::uint32_t>(pkt.size());
+  auto at = [&](std::uint32_t i) { return pkt[i]; };
   auto addr = [&](std::uint32_t i) { return (std::uint64_t{at(i + 1)} << 32) | at(i); };
   std::uint64_t bad = 0;
-
-  // Packet length first: an incomplete packet waits for more of the ring to be published.
-  std::uint32_t len = 0;
-  switch (op) {
-    case s::op::nop: len = 1 + s::nop::count::get(h); break;
-    case s::op::copy: len = sub == s::sub_op::copy_linear ? s::copy_linear::dwords(eng) : 1; break;
-    case s::op::write:
-      if (avail < 4) return false;
-      len = sub == s::sub_op::write_linear ? s::write_untiled::head_dwords + s::write_untiled::count::get(at(3)) + 1 : 1;
-      break;
-    case s::op::fence: len = s::fence::dwords; break;
-    case s::op::trap: len = s::trap::dwords; break;
-    case s::op::poll_regmem: len = s::poll_regmem::dwords; break;
-    case s::op::atomic: len = s::atomic::dwords; break;
-    case s::op::const_fill: len = s::constant_fill::dwords; break;
-    case s::op::timestamp: len = s::timestamp::dwords; break;
-    case s::op::gcr_req: len = s::has_gcr_req(eng) ? s::gcr_req::dwords : 1; break;
-    default: len = 1; break;
-  }
-  if (avail < len) return false;
-  const std::uint64_t next = r + 4ull * len;
-  auto bad_packet = [&](engine_fault f, std::uint64_t a, const std::string& why) {
-    fail(f, r, len, a, why);
-    return false;
+  auto refuse = [&](engine_fault f, std::uint64_t a, const std::string& why) {
+    fail(f, r, pkt, a, why, in_ib);
+    return outcome::fault;
   };
 
   switch (op) {
@@ -267,26 +356,26 @@ inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
       break;
     case s::op::copy: {
       if (sub != s::sub_op::copy_linear)
-        return bad_packet(engine_fault::unsupported_packet, 0, "COPY sub-op " + std::to_string(sub) + " (only LINEAR is modelled)");
+        return refuse(engine_fault::unsupported_packet, 0, "COPY sub-op " + std::to_string(sub) + " (only LINEAR is modelled)");
       const unsigned bits = s::count_bits(eng);
       const std::uint32_t count = at(1);
-      if (count >> bits) return bad_packet(engine_fault::reserved_bits, 0, "COPY_LINEAR count 0x" + hex(count) + " wider than " + std::to_string(bits) + " bits");
+      if (count >> bits) return refuse(engine_fault::reserved_bits, 0, "COPY_LINEAR count 0x" + hex(count) + " wider than " + std::to_string(bits) + " bits");
       const std::uint64_t bytes = std::uint64_t{count} + 1;
       if (bits == 22 && bytes > s::max_copy_bytes(eng))
-        return bad_packet(engine_fault::bad_count, 0, std::to_string(bytes) + " bytes: a 22-bit engine cannot copy more than 0x3FFF00 (Mesa)");
+        return refuse(engine_fault::bad_count, 0, std::to_string(bytes) + " bytes: a 22-bit engine cannot copy more than 0x3FFF00 (Mesa)");
       const std::uint64_t src = addr(3), dst = addr(5);
-      if (!check(src, bytes, bad)) return bad_packet(engine_fault::memory_violation, bad, "COPY_LINEAR source read");
-      if (!check(dst, bytes, bad)) return bad_packet(engine_fault::memory_violation, bad, "COPY_LINEAR destination write");
+      if (!check(src, bytes, bad)) return refuse(engine_fault::memory_violation, bad, "COPY_LINEAR source read");
+      if (!check(dst, bytes, bad)) return refuse(engine_fault::memory_violation, bad, "COPY_LINEAR destination write");
       std::memmove(vm_.host_address(dst), vm_.host_address(src), bytes);
       moved_.fetch_add(bytes, std::memory_order_relaxed);
       break;
     }
     case s::op::write: {
-      if (sub != s::sub_op::write_linear) return bad_packet(engine_fault::unsupported_packet, 0, "WRITE sub-op " + std::to_string(sub));
+      if (sub != s::sub_op::write_linear) return refuse(engine_fault::unsupported_packet, 0, "WRITE sub-op " + std::to_string(sub));
       const std::uint64_t dst = addr(1);
       const std::uint64_t bytes = 4ull * (len - s::write_untiled::head_dwords);
-      if (dst % 4) return bad_packet(engine_fault::misaligned_address, dst, "WRITE_UNTILED destination");
-      if (!check(dst, bytes, bad)) return bad_packet(engine_fault::memory_violation, bad, "WRITE_UNTILED destination");
+      if (dst % 4) return refuse(engine_fault::misaligned_address, dst, "WRITE_UNTILED destination");
+      if (!check(dst, bytes, bad)) return refuse(engine_fault::memory_violation, bad, "WRITE_UNTILED destination");
       auto* out = static_cast<std::uint32_t*>(vm_.host_address(dst));
       for (std::uint32_t i = s::write_untiled::head_dwords; i < len; ++i)
         std::atomic_ref<std::uint32_t>(out[i - s::write_untiled::head_dwords]).store(at(i), std::memory_order_relaxed);
@@ -295,14 +384,14 @@ inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
     case s::op::const_fill: {
       const unsigned bits = s::fill_count_bits(eng);
       const std::uint32_t count = at(4);
-      if (count >> bits) return bad_packet(engine_fault::reserved_bits, 0, "CONSTANT_FILL count 0x" + hex(count) + " wider than " + std::to_string(bits) + " bits");
+      if (count >> bits) return refuse(engine_fault::reserved_bits, 0, "CONSTANT_FILL count 0x" + hex(count) + " wider than " + std::to_string(bits) + " bits");
       const std::uint64_t bytes = std::uint64_t{count} + 1, dst = addr(1);
       const std::uint32_t size = s::constant_fill::fillsize::get(h), value = at(3);
       if (size != s::constant_fill::fillsize_byte && size != s::constant_fill::fillsize_dword)
-        return bad_packet(engine_fault::unsupported_packet, 0, "CONSTANT_FILL FILLSIZE " + std::to_string(size));
+        return refuse(engine_fault::unsupported_packet, 0, "CONSTANT_FILL FILLSIZE " + std::to_string(size));
       if (size == s::constant_fill::fillsize_dword && (bytes % 4 || dst % 4))
-        return bad_packet(engine_fault::bad_count, dst, "dword fill of " + std::to_string(bytes) + " bytes");
-      if (!check(dst, bytes, bad)) return bad_packet(engine_fault::memory_violation, bad, "CONSTANT_FILL destination");
+        return refuse(engine_fault::bad_count, dst, "dword fill of " + std::to_string(bytes) + " bytes");
+      if (!check(dst, bytes, bad)) return refuse(engine_fault::memory_violation, bad, "CONSTANT_FILL destination");
       auto* out = static_cast<unsigned char*>(vm_.host_address(dst));
       if (size == s::constant_fill::fillsize_byte) {
         std::memset(out, static_cast<int>(value & 0xFF), bytes);
@@ -314,8 +403,8 @@ inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
     }
     case s::op::fence: {
       const std::uint64_t a = addr(1);
-      if (a % 4) return bad_packet(engine_fault::misaligned_address, a, "FENCE address");
-      if (!check(a, 4, bad)) return bad_packet(engine_fault::memory_violation, bad, "FENCE write");
+      if (a % 4) return refuse(engine_fault::misaligned_address, a, "FENCE address");
+      if (!check(a, 4, bad)) return refuse(engine_fault::memory_violation, bad, "FENCE write");
       std::atomic_ref<std::uint32_t>(*static_cast<std::uint32_t*>(vm_.host_address(a))).store(at(3), std::memory_order_release);
       break;
     }
@@ -326,10 +415,10 @@ inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
     case s::op::poll_regmem: {
       namespace p = s::poll_regmem;
       if (p::hdp_flush::get(h)) break;  // no HDP in the emulator: the flush is done at once
-      if (!p::mem_poll::get(h)) return bad_packet(engine_fault::unsupported_packet, 0, "POLL_REGMEM on a register");
+      if (!p::mem_poll::get(h)) return refuse(engine_fault::unsupported_packet, 0, "POLL_REGMEM on a register");
       const std::uint64_t a = addr(1);
-      if (a % 4) return bad_packet(engine_fault::misaligned_address, a, "POLL_REGMEM address");
-      if (!check(a, 4, bad)) return bad_packet(engine_fault::memory_violation, bad, "POLL_REGMEM read");
+      if (a % 4) return refuse(engine_fault::misaligned_address, a, "POLL_REGMEM address");
+      if (!check(a, 4, bad)) return refuse(engine_fault::memory_violation, bad, "POLL_REGMEM read");
       const std::uint32_t v =
           std::atomic_ref<std::uint32_t>(*static_cast<std::uint32_t*>(vm_.host_address(a))).load(std::memory_order_acquire) & at(4);
       const std::uint32_t ref = at(3);
@@ -342,22 +431,22 @@ inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
         case p::function::not_equal: pass = v != ref; break;
         case p::function::greater_equal: pass = v >= ref; break;
         case p::function::greater: pass = v > ref; break;
-        default: return bad_packet(engine_fault::reserved_bits, 0, "POLL_REGMEM FUNC 7");
+        default: return refuse(engine_fault::reserved_bits, 0, "POLL_REGMEM FUNC 7");
       }
       const std::uint32_t retries = p::retry_count::get(at(5));
       if (!pass && (retries == p::retry_forever || poll_tries_ < retries)) {
         ++poll_tries_;
-        return false;  // doze, then poll again
+        return outcome::retry;  // doze, then poll again
       }
       poll_tries_ = 0;
       break;
     }
     case s::op::timestamp: {
       if (sub != s::sub_op::timestamp_get && sub != s::sub_op::timestamp_get_global)
-        return bad_packet(engine_fault::unsupported_packet, 0, "TIMESTAMP sub-op " + std::to_string(sub));
+        return refuse(engine_fault::unsupported_packet, 0, "TIMESTAMP sub-op " + std::to_string(sub));
       const std::uint64_t a = addr(1);
-      if (a % s::timestamp::addr_alignment) return bad_packet(engine_fault::misaligned_address, a, "TIMESTAMP address [31:3]");
-      if (!check(a, 8, bad)) return bad_packet(engine_fault::memory_violation, bad, "TIMESTAMP write");
+      if (a % s::timestamp::addr_alignment) return refuse(engine_fault::misaligned_address, a, "TIMESTAMP address [31:3]");
+      if (!check(a, 8, bad)) return refuse(engine_fault::memory_violation, bad, "TIMESTAMP write");
       std::atomic_ref<std::uint64_t>(*static_cast<std::uint64_t*>(vm_.host_address(a)))
           .store(events_.timestamp(), std::memory_order_release);
       break;
@@ -365,21 +454,34 @@ inline bool sdma_engine::step(std::uint64_t r, std::uint64_t w) {
     case s::op::atomic: {
       const std::uint32_t aop = s::atomic::atomic_op::get(h);
       if (aop != s::atomic::op_add64 || s::atomic::loop::get(h))
-        return bad_packet(engine_fault::unsupported_packet, 0, "ATOMIC op " + std::to_string(aop) + (s::atomic::loop::get(h) ? " with LOOP" : "") + " (only ADD64 is modelled)");
+        return refuse(engine_fault::unsupported_packet, 0, "ATOMIC op " + std::to_string(aop) + (s::atomic::loop::get(h) ? " with LOOP" : "") + " (only ADD64 is modelled)");
       const std::uint64_t a = addr(1);
-      if (a % 8) return bad_packet(engine_fault::misaligned_address, a, "ATOMIC address");
-      if (!check(a, 8, bad)) return bad_packet(engine_fault::memory_violation, bad, "ATOMIC");
+      if (a % 8) return refuse(engine_fault::misaligned_address, a, "ATOMIC address");
+      if (!check(a, 8, bad)) return refuse(engine_fault::memory_violation, bad, "ATOMIC");
       std::atomic_ref<std::uint64_t>(*static_cast<std::uint64_t*>(vm_.host_address(a))).fetch_add(addr(3), std::memory_order_acq_rel);
       break;
     }
     case s::op::gcr_req:
-      if (!s::has_gcr_req(eng)) return bad_packet(engine_fault::unknown_opcode, 0, "op 17 on SDMA 4");
+      if (!s::has_gcr_req(eng)) return refuse(engine_fault::unknown_opcode, 0, "op 17 on SDMA 4");
       break;  // caches are coherent in the emulator
+    case s::op::indirect:
+      if (in_ib) return refuse(engine_fault::unsupported_packet, 0, "INDIRECT inside an IB (SDMA IBs do not nest)");
+      return run_ib(pkt, r);
+    case s::op::cond_exe: {
+      namespace c = s::cond_exe;
+      const std::uint64_t a = addr(1);
+      if (a % 4) return refuse(engine_fault::misaligned_address, a, "COND_EXE address");
+      if ((at(4) & ~c::exec_count::mask) != 0) return refuse(engine_fault::reserved_bits, 0, "COND_EXE dw4 outside EXEC_COUNT");
+      if (!check(a, 4, bad)) return refuse(engine_fault::memory_violation, bad, "COND_EXE condition read");
+      const std::uint32_t v =
+          std::atomic_ref<std::uint32_t>(*static_cast<std::uint32_t*>(vm_.host_address(a))).load(std::memory_order_acquire);
+      skip_ = v == at(3) ? 0 : c::exec_count::get(at(4));  // the next EXEC_COUNT dwords run only if *ADDR == REFERENCE
+      break;
+    }
     default:
-      return bad_packet(engine_fault::unknown_opcode, 0, "opcode " + std::to_string(static_cast<unsigned>(op)));
+      return refuse(engine_fault::unknown_opcode, 0, "opcode " + std::to_string(static_cast<unsigned>(op)));
   }
-  advance(next);
-  return true;
+  return outcome::done;
 }
 
 }  // namespace aqueduct::emu

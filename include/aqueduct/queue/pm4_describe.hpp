@@ -117,8 +117,27 @@ inline void describe_packet(std::span<const std::uint32_t> p, std::string& out) 
                           at(4), at(5), a::wait_reg_mem::poll_interval::get(at(6)));
         break;
       case a::opcode::indirect_buffer:
-        n = std::snprintf(buf, sizeof buf, " ib=0x%llx size=%u valid=%u", static_cast<unsigned long long>(make64(at(1), at(2))),
-                          a::indirect_buffer::ib_size::get(at(3)), a::indirect_buffer::valid::get(at(3)));
+        if (a::type3_packet_dwords(h) == a::cond_indirect_buffer::dwords)  // COND_INDIRECT_BUFFER shares the opcode
+          n = std::snprintf(buf, sizeof buf, " COND mode=%u function=%u compare=0x%llx ref=0x%llx mask=0x%llx ib1=0x%llx/%u ib2=0x%llx/%u",
+                            a::cond_indirect_buffer::mode::get(at(1)), a::cond_indirect_buffer::function::get(at(1)),
+                            static_cast<unsigned long long>(make64(at(2), at(3))), static_cast<unsigned long long>(make64(at(6), at(7))),
+                            static_cast<unsigned long long>(make64(at(4), at(5))), static_cast<unsigned long long>(make64(at(8), at(9))),
+                            a::cond_indirect_buffer::ib_size::get(at(10)), static_cast<unsigned long long>(make64(at(11), at(12))),
+                            a::cond_indirect_buffer::ib_size::get(at(13)));
+        else
+          n = std::snprintf(buf, sizeof buf, " ib=0x%llx size=%u valid=%u chain=%u", static_cast<unsigned long long>(make64(at(1), at(2))),
+                            a::indirect_buffer::ib_size::get(at(3)), a::indirect_buffer::valid::get(at(3)),
+                            a::indirect_buffer::chain::get(at(3)));
+        break;
+      case a::opcode::cond_exec:
+        n = std::snprintf(buf, sizeof buf, " addr=0x%llx exec_count=%u", static_cast<unsigned long long>(make64(at(1), at(2))),
+                          a::cond_exec::exec_count::get(at(4)));
+        break;
+      case a::opcode::wait_reg_mem64:
+        n = std::snprintf(buf, sizeof buf, " function=%u operation=%u addr=0x%llx ref=0x%llx mask=0x%llx",
+                          a::wait_reg_mem::function::get(at(1)), a::wait_reg_mem::operation::get(at(1)),
+                          static_cast<unsigned long long>(make64(at(2), at(3))), static_cast<unsigned long long>(make64(at(4), at(5))),
+                          static_cast<unsigned long long>(make64(at(6), at(7))));
         break;
       case a::opcode::write_data:
         n = std::snprintf(buf, sizeof buf, " dst_sel=%u addr=0x%llx", a::write_data::dst_sel::get(at(1)),

@@ -98,6 +98,9 @@ struct encoder {
   static constexpr std::uint32_t indirect_buffer_dwords = pkt::indirect_buffer::dwords;
   static constexpr std::uint32_t dispatch_direct_dwords = pkt::dispatch_direct::dwords;
   static constexpr std::uint32_t event_write_dwords = pkt::event_write::dwords;
+  static constexpr std::uint32_t cond_exec_dwords = pkt::cond_exec::dwords;
+  static constexpr std::uint32_t cond_indirect_buffer_dwords = pkt::cond_indirect_buffer::dwords;
+  static constexpr std::uint32_t wait_reg_mem64_dwords = pkt::wait_reg_mem64::dwords;
   [[nodiscard]] static constexpr std::size_t set_sh_reg_dwords(std::size_t n) noexcept { return 2 + n; }
   [[nodiscard]] static constexpr std::size_t write_data_dwords(std::size_t n) noexcept { return pkt::write_data::head_dwords + n; }
 
@@ -233,22 +236,44 @@ struct encoder {
   }
 
   // WAIT_REG_MEM on memory: stall until `(*addr & mask) func reference` (signal waits use >=).
+  // `preemptible` (OPERATION 3, WAIT_MEM_PREEMPTABLE): the queue may be preempted while it waits.
   static constexpr std::size_t wait_reg_mem(std::span<std::uint32_t> out, gpu_va addr, std::uint32_t reference,
                                             std::uint32_t mask = 0xFFFFFFFFu,
                                             pkt::wait_reg_mem::compare_function func =
                                                 pkt::wait_reg_mem::compare_function::greater_equal,
-                                            std::uint32_t poll_interval = 4) noexcept {
+                                            std::uint32_t poll_interval = 4, bool preemptible = false) noexcept {
     namespace w = pkt::wait_reg_mem;
     AQUEDUCT_ASSERT(addr.aligned(4), "WAIT_REG_MEM address must be dword aligned");
     AQUEDUCT_ASSERT(out.size() >= wait_reg_mem_dwords, "PM4 reservation too small");
     out[0] = pkt::type3_header(pkt::opcode::wait_reg_mem, wait_reg_mem_dwords - 1);
-    out[1] = w::function::put(static_cast<std::uint32_t>(func)) | w::mem_space::put(1);
+    out[1] = w::function::put(static_cast<std::uint32_t>(func)) | w::mem_space::put(1) |
+             w::operation::put(preemptible ? w::operation_wait_preemptible : w::operation_wait);
     out[2] = addr.lo();
     out[3] = addr.hi();
     out[4] = reference;
     out[5] = mask;
     out[6] = w::poll_interval::put(poll_interval);
     return wait_reg_mem_dwords;
+  }
+  // WAIT_REG_MEM64: stall until `(*addr & mask) func reference` on a 64-bit value (8-byte aligned).
+  static constexpr std::size_t wait_reg_mem64(std::span<std::uint32_t> out, gpu_va addr, std::uint64_t reference,
+                                              std::uint64_t mask = ~std::uint64_t{0},
+                                              pkt::wait_reg_mem::compare_function func =
+                                                  pkt::wait_reg_mem::compare_function::greater_equal,
+                                              std::uint32_t poll_interval = 4) noexcept {
+    namespace w = pkt::wait_reg_mem;
+    AQUEDUCT_ASSERT(addr.aligned(8), "WAIT_REG_MEM64 address must be 8-byte aligned");
+    AQUEDUCT_ASSERT(out.size() >= wait_reg_mem64_dwords, "PM4 reservation too small");
+    out[0] = pkt::type3_header(pkt::opcode::wait_reg_mem64, wait_reg_mem64_dwords - 1);
+    out[1] = w::function::put(static_cast<std::uint32_t>(func)) | w::mem_space::put(1);
+    out[2] = addr.lo();
+    out[3] = addr.hi();
+    out[4] = lo32(reference);
+    out[5] = hi32(reference);
+    out[6] = lo32(mask);
+    out[7] = hi32(mask);
+    out[8] = w::poll_interval::put(poll_interval);
+    return wait_reg_mem64_dwords;
   }
   // WAIT_REG_MEM write-then-wait on registers (the HDP flush idiom): write `write_reg`, then poll
   // `poll_reg` (dword addresses).
@@ -282,8 +307,9 @@ struct encoder {
   }
 
   // INDIRECT_BUFFER: run `size_dw` dwords at `ib` (dword aligned), VALID set as compute requires.
+  // `chain`: from inside an IB, continue in this one instead of returning (the IB's last packet).
   static constexpr std::size_t indirect_buffer(std::span<std::uint32_t> out, gpu_va ib, std::uint32_t size_dw,
-                                               std::uint32_t vmid = 0) noexcept {
+                                               std::uint32_t vmid = 0, bool chain = false) noexcept {
     namespace i = pkt::indirect_buffer;
     AQUEDUCT_ASSERT(ib.aligned(4), "IB base must be dword aligned");
     AQUEDUCT_ASSERT(size_dw >= 1 && i::ib_size::fits(size_dw), "IB size out of range");
@@ -291,8 +317,56 @@ struct encoder {
     out[0] = pkt::type3_header(pkt::opcode::indirect_buffer, indirect_buffer_dwords - 1);
     out[1] = ib.lo();
     out[2] = ib.hi();
-    out[3] = i::ib_size::put(size_dw) | i::valid::put(1) | i::vmid::put(vmid);
+    out[3] = i::ib_size::put(size_dw) | i::valid::put(1) | i::vmid::put(vmid) | i::chain::put(chain ? 1 : 0);
     return indirect_buffer_dwords;
+  }
+
+  // COND_INDIRECT_BUFFER: if `(*compare & mask) func reference` (64-bit, `compare` 8-byte aligned)
+  // run `then_ib`, else `else_ib` when given (IF_THEN_ELSE; IF_THEN otherwise).
+  struct ib_ref {
+    gpu_va address;
+    std::uint32_t size_dw = 0;
+  };
+  static constexpr std::size_t cond_indirect_buffer(std::span<std::uint32_t> out, gpu_va compare, std::uint64_t reference,
+                                                    std::uint64_t mask, pkt::wait_reg_mem::compare_function func,
+                                                    ib_ref then_ib, ib_ref else_ib = {}) noexcept {
+    namespace c = pkt::cond_indirect_buffer;
+    const bool has_else = else_ib.size_dw != 0;
+    AQUEDUCT_ASSERT(compare.aligned(8), "COND_INDIRECT_BUFFER compare address must be 8-byte aligned");
+    AQUEDUCT_ASSERT(then_ib.address.aligned(4) && else_ib.address.aligned(4), "IB base must be dword aligned");
+    AQUEDUCT_ASSERT(then_ib.size_dw >= 1 && c::ib_size::fits(then_ib.size_dw) && c::ib_size::fits(else_ib.size_dw),
+                    "IB size out of range");
+    AQUEDUCT_ASSERT(out.size() >= cond_indirect_buffer_dwords, "PM4 reservation too small");
+    out[0] = pkt::type3_header(pkt::opcode::indirect_buffer, cond_indirect_buffer_dwords - 1);
+    out[1] = c::mode::put(static_cast<std::uint32_t>(has_else ? c::mode_value::if_then_else : c::mode_value::if_then)) |
+             c::function::put(static_cast<std::uint32_t>(func));
+    out[2] = compare.lo();
+    out[3] = compare.hi();
+    out[4] = lo32(mask);
+    out[5] = hi32(mask);
+    out[6] = lo32(reference);
+    out[7] = hi32(reference);
+    out[8] = then_ib.address.lo();
+    out[9] = then_ib.address.hi();
+    out[10] = c::ib_size::put(then_ib.size_dw);
+    out[11] = else_ib.address.lo();
+    out[12] = else_ib.address.hi();
+    out[13] = c::ib_size::put(else_ib.size_dw);
+    return cond_indirect_buffer_dwords;
+  }
+
+  // COND_EXEC: the next `exec_count` dwords run only if the 32-bit value at `addr` (dword
+  // aligned) is not 0.
+  static constexpr std::size_t cond_exec(std::span<std::uint32_t> out, gpu_va addr, std::uint32_t exec_count) noexcept {
+    AQUEDUCT_ASSERT(addr.aligned(4), "COND_EXEC address must be dword aligned");
+    AQUEDUCT_ASSERT(pkt::cond_exec::exec_count::fits(exec_count), "COND_EXEC count out of range");
+    AQUEDUCT_ASSERT(out.size() >= cond_exec_dwords, "PM4 reservation too small");
+    out[0] = pkt::type3_header(pkt::opcode::cond_exec, cond_exec_dwords - 1);
+    out[1] = addr.lo();
+    out[2] = addr.hi();
+    out[3] = 0;
+    out[4] = pkt::cond_exec::exec_count::put(exec_count);
+    return cond_exec_dwords;
   }
 
   // NOP filling exactly `n` >= 1 dwords (n == 1: the header-only form).

@@ -73,6 +73,7 @@ struct encoder {
   static constexpr std::uint32_t atomic_dwords = pkt::atomic::dwords;
   static constexpr std::uint32_t gcr_req_dwords = pkt::gcr_req::dwords;
   static constexpr std::uint32_t indirect_dwords = pkt::indirect::dwords;
+  static constexpr std::uint32_t cond_exe_dwords = pkt::cond_exe::dwords;
 
   // COPY_LINEAR of 1..max_copy_bytes bytes. Returns dwords written.
   static constexpr std::size_t copy_linear(std::span<std::uint32_t> out, gpu_va dst, gpu_va src, std::uint64_t bytes) noexcept {
@@ -265,6 +266,21 @@ struct encoder {
     out[4] = 0;
     out[5] = 0;
     return indirect_dwords;
+  }
+
+  // COND_EXE: the next `exec_count` dwords run only if the 32-bit value at `addr` (dword aligned)
+  // equals `reference`.
+  static constexpr std::size_t cond_exe(std::span<std::uint32_t> out, gpu_va addr, std::uint32_t reference,
+                                        std::uint32_t exec_count) noexcept {
+    AQUEDUCT_ASSERT(addr.aligned(4), "SDMA COND_EXE address must be dword aligned");
+    AQUEDUCT_ASSERT(pkt::cond_exe::exec_count::fits(exec_count), "SDMA COND_EXE count out of range");
+    AQUEDUCT_ASSERT(out.size() >= cond_exe_dwords, "SDMA reservation too small");
+    out[0] = pkt::header(pkt::op::cond_exe);
+    out[1] = addr.lo();
+    out[2] = addr.hi();
+    out[3] = reference;
+    out[4] = pkt::cond_exe::exec_count::put(exec_count);
+    return cond_exe_dwords;
   }
 
  private:

@@ -223,6 +223,31 @@ class sdma_queue {
                 [&](std::span<std::uint32_t> s) { encoder::atomic(s, addr, atomic_op, src, cmp); });
   }
 
+  // INDIRECT: the engine runs `ib_dwords` dwords at `ib` (32-byte aligned). NOPs go first so that
+  // the packet ends on an 8-dword ring boundary, as the engine requires (Linux
+  // sdma_v6_0_ring_emit_ib); the reservation's unused tail is 1-dword NOPs.
+  static constexpr std::uint32_t indirect_reservation_dwords = encoder::indirect_dwords + 7;
+  result<void> try_indirect(gpu_va ib, std::uint32_t ib_dwords, sync::nanoseconds timeout = sync::infinite, bool publish = true) {
+    AQUEDUCT_TRY(auto r, try_reserve(indirect_reservation_dwords, timeout));
+    const std::span<std::uint32_t> out = r.dwords();
+    const std::size_t pad = encoder::indirect_pad_before(r.offset() / 4);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = 0;  // 1-dword NOPs
+    encoder::indirect(out.subspan(pad), ib, ib_dwords);
+    r.commit(publish);
+    return ok();
+  }
+  // COND_EXE, then `body_dwords` dwords that `write_body(std::span<std::uint32_t>)` fills with
+  // packets: they run only if the 32-bit value at `addr` equals `reference`. One reservation, so
+  // no ring-end NOP padding can fall inside the skipped span.
+  template <class WriteBody>
+  result<void> try_cond_exe(gpu_va addr, std::uint32_t reference, std::uint32_t body_dwords, WriteBody&& write_body,
+                            sync::nanoseconds timeout = sync::infinite, bool publish = true) {
+    return emit(timeout, publish, encoder::cond_exe_dwords + body_dwords, [&](std::span<std::uint32_t> s) {
+      encoder::cond_exe(s.first(encoder::cond_exe_dwords), addr, reference, body_dwords);
+      write_body(s.subspan(encoder::cond_exe_dwords));
+    });
+  }
+
   // ---- state and diagnostics -------------------------------------------------------------------
   [[nodiscard]] std::uint64_t ring_bytes() const noexcept { return mem_.ring_bytes; }
   // Bytes the engine consumed (its read pointer) and bytes published (the write pointer).

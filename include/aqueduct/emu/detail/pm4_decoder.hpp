@@ -59,8 +59,12 @@ struct pm4_header {
     return refuse(engine_fault::reserved_bits, "RESET_FILTER_CAM is only for *_PAIRS_PACKED");
   if (pm4a::header_predicate::get(h)) return refuse(engine_fault::reserved_bits, "PREDICATE on a compute queue");
   const auto op = static_cast<pm4a::opcode>(pm4a::header_opcode::get(h));
-  if (const std::uint32_t fixed = pm4a::fixed_packet_dwords(op, pm4_gfx9_form(f)); fixed != 0 && p.size() != fixed)
+  if (op == pm4a::opcode::indirect_buffer) {  // INDIRECT_BUFFER or COND_INDIRECT_BUFFER, by length
+    if (p.size() != pm4a::indirect_buffer::dwords && p.size() != pm4a::cond_indirect_buffer::dwords)
+      return refuse(engine_fault::bad_count, "opcode 0x3F has 4 dwords (INDIRECT_BUFFER) or 14 (COND_INDIRECT_BUFFER)");
+  } else if (const std::uint32_t fixed = pm4a::fixed_packet_dwords(op, pm4_gfx9_form(f)); fixed != 0 && p.size() != fixed) {
     return refuse(engine_fault::bad_count, "this packet has exactly " + std::to_string(fixed) + " dwords");
+  }
   return pm4_header{false, op};
 }
 
@@ -179,6 +183,22 @@ struct release_mem_fields {
   return d;
 }
 
+// (value FUNCTION reference) with WAIT_REG_MEM's codes, 32- or 64-bit.
+template <class T>
+[[nodiscard]] constexpr bool compare(pm4a::wait_reg_mem::compare_function f, T v, T reference) noexcept {
+  using cf = pm4a::wait_reg_mem::compare_function;
+  switch (f) {
+    case cf::always: return true;
+    case cf::less: return v < reference;
+    case cf::less_equal: return v <= reference;
+    case cf::equal: return v == reference;
+    case cf::not_equal: return v != reference;
+    case cf::greater_equal: return v >= reference;
+    case cf::greater: return v > reference;
+  }
+  return false;
+}
+
 // ---- WAIT_REG_MEM (0x3C) -----------------------------------------------------------------------
 struct wait_reg_mem_fields {
   pm4a::wait_reg_mem::compare_function function = pm4a::wait_reg_mem::compare_function::always;
@@ -188,22 +208,41 @@ struct wait_reg_mem_fields {
   std::uint32_t poll_register = 0, write_register = 0;  // register form: dword addresses (dw2 / dw3)
   std::uint32_t reference = 0, mask = 0;
   std::uint32_t poll_interval = 0;
-  // (value & mask) FUNCTION reference.
-  [[nodiscard]] bool holds(std::uint32_t value) const noexcept {
-    using cf = pm4a::wait_reg_mem::compare_function;
-    const std::uint32_t v = value & mask;
-    switch (function) {
-      case cf::always: return true;
-      case cf::less: return v < reference;
-      case cf::less_equal: return v <= reference;
-      case cf::equal: return v == reference;
-      case cf::not_equal: return v != reference;
-      case cf::greater_equal: return v >= reference;
-      case cf::greater: return v > reference;
-    }
-    return false;
-  }
+  // The MEC may preempt the queue while this wait is unsatisfied (OPERATION 3).
+  [[nodiscard]] bool preemptible() const noexcept { return operation == pm4a::wait_reg_mem::operation_wait_preemptible; }
+  [[nodiscard]] bool holds(std::uint32_t value) const noexcept { return compare(function, value & mask, reference); }
 };
+
+// ---- WAIT_REG_MEM64 (0x93) ---------------------------------------------------------------------
+struct wait_reg_mem64_fields {
+  pm4a::wait_reg_mem::compare_function function = pm4a::wait_reg_mem::compare_function::always;
+  std::uint32_t operation = 0;
+  std::uint64_t address = 0;  // 8-byte aligned
+  std::uint64_t reference = 0, mask = 0;
+  std::uint32_t poll_interval = 0;
+  [[nodiscard]] bool preemptible() const noexcept { return operation == pm4a::wait_reg_mem::operation_wait_preemptible; }
+  [[nodiscard]] bool holds(std::uint64_t value) const noexcept { return compare(function, value & mask, reference); }
+};
+[[nodiscard]] inline decoded<wait_reg_mem64_fields> decode_wait_reg_mem64(std::span<const std::uint32_t> p) {
+  namespace w = pm4a::wait_reg_mem;
+  const std::uint32_t fn = w::function::get(p[1]), space = w::mem_space::get(p[1]), op = w::operation::get(p[1]);
+  if (fn > 6) return refuse(engine_fault::reserved_bits, "WAIT_REG_MEM64 FUNCTION 7 is reserved");
+  if (space != 1) return refuse(engine_fault::reserved_bits, "WAIT_REG_MEM64 polls memory (MEM_SPACE 1) only");
+  if (op != w::operation_wait && op != w::operation_wait_preemptible)
+    return refuse(engine_fault::reserved_bits, "WAIT_REG_MEM64 OPERATION must be 0 (wait) or 3 (preemptible wait)");
+  if ((p[1] & ~(0x7u | 0x30u | 0xC0u | 0x100u | (3u << 25))) != 0)
+    return refuse(engine_fault::reserved_bits, "WAIT_REG_MEM64 dw1 reserved bits");
+  wait_reg_mem64_fields d;
+  d.function = static_cast<w::compare_function>(fn);
+  d.operation = op;
+  d.address = make64(p[2], p[3]);
+  d.reference = make64(p[4], p[5]);
+  d.mask = make64(p[6], p[7]);
+  d.poll_interval = w::poll_interval::get(p[8]);
+  if (d.address % 8 != 0)
+    return refuse(engine_fault::reserved_bits, "WAIT_REG_MEM64 address must be 8-byte aligned", d.address);
+  return d;
+}
 [[nodiscard]] inline decoded<wait_reg_mem_fields> decode_wait_reg_mem(std::span<const std::uint32_t> p) {
   namespace w = pm4a::wait_reg_mem;
   const std::uint32_t fn = w::function::get(p[1]), space = w::mem_space::get(p[1]), op = w::operation::get(p[1]);
@@ -212,6 +251,10 @@ struct wait_reg_mem_fields {
   if (op == 2) return refuse(engine_fault::reserved_bits, "WAIT_REG_MEM OPERATION 2 is reserved");
   if ((p[1] & ~(0x7u | 0x30u | 0xC0u | 0x100u | (3u << 22) | (1u << 24) | (3u << 25))) != 0)
     return refuse(engine_fault::reserved_bits, "WAIT_REG_MEM dw1 reserved bits");
+  if (op == w::operation_write_wait && space != 0)
+    return refuse(engine_fault::reserved_bits, "WAIT_REG_MEM OPERATION 1 (write, then wait) is for registers (MEM_SPACE 0)");
+  if (op == w::operation_wait_preemptible && space != 1)
+    return refuse(engine_fault::reserved_bits, "WAIT_REG_MEM OPERATION 3 (preemptible wait) is for memory (MEM_SPACE 1)");
   wait_reg_mem_fields d;
   d.function = static_cast<w::compare_function>(fn);
   d.memory = space == 1;
@@ -276,6 +319,59 @@ struct indirect_buffer_fields {
   d.cache_policy = ib::cache_policy::get(p[3]);
   if (d.size_dw == 0) return refuse(engine_fault::bad_count, "INDIRECT_BUFFER of 0 dwords");
   return d;
+}
+
+// ---- COND_INDIRECT_BUFFER (0x3F, 14 dwords) -------------------------------------------------------
+struct cond_indirect_buffer_fields {
+  bool if_then_else = false;  // MODE 2; MODE 1: if-then
+  pm4a::wait_reg_mem::compare_function function = pm4a::wait_reg_mem::compare_function::always;
+  std::uint64_t compare_address = 0;  // 8-byte aligned
+  std::uint64_t mask = 0, reference = 0;
+  std::uint64_t ib1_address = 0, ib2_address = 0;
+  std::uint32_t ib1_size = 0, ib2_size = 0;
+  [[nodiscard]] bool holds(std::uint64_t value) const noexcept { return compare(function, value & mask, reference); }
+};
+[[nodiscard]] inline decoded<cond_indirect_buffer_fields> decode_cond_indirect_buffer(std::span<const std::uint32_t> p) {
+  namespace c = pm4a::cond_indirect_buffer;
+  const std::uint32_t mode = c::mode::get(p[1]), fn = c::function::get(p[1]);
+  if (mode != static_cast<std::uint32_t>(c::mode_value::if_then) && mode != static_cast<std::uint32_t>(c::mode_value::if_then_else))
+    return refuse(engine_fault::reserved_bits, "COND_INDIRECT_BUFFER MODE must be 1 (if-then) or 2 (if-then-else)");
+  if (fn > 6) return refuse(engine_fault::reserved_bits, "COND_INDIRECT_BUFFER FUNCTION 7 is reserved");
+  if ((p[1] & ~(c::mode::mask | c::function::mask)) != 0) return refuse(engine_fault::reserved_bits, "COND_INDIRECT_BUFFER dw1 reserved bits");
+  cond_indirect_buffer_fields d;
+  d.if_then_else = mode == static_cast<std::uint32_t>(c::mode_value::if_then_else);
+  d.function = static_cast<pm4a::wait_reg_mem::compare_function>(fn);
+  d.compare_address = make64(p[2], p[3]);
+  d.mask = make64(p[4], p[5]);
+  d.reference = make64(p[6], p[7]);
+  d.ib1_address = make64(p[8], p[9]);
+  d.ib1_size = c::ib_size::get(p[10]);
+  d.ib2_address = make64(p[11], p[12]);
+  d.ib2_size = c::ib_size::get(p[13]);
+  if (d.compare_address % 8 != 0)
+    return refuse(engine_fault::reserved_bits, "COND_INDIRECT_BUFFER compare address must be 8-byte aligned", d.compare_address);
+  if ((p[10] & ~(c::ib_size::mask | c::cache_policy::mask)) != 0 || (p[13] & ~(c::ib_size::mask | c::cache_policy::mask)) != 0)
+    return refuse(engine_fault::reserved_bits, "COND_INDIRECT_BUFFER IB size dwords: reserved bits");
+  if (d.ib1_address % 4 != 0 || (d.if_then_else && d.ib2_address % 4 != 0))
+    return refuse(engine_fault::reserved_bits, "COND_INDIRECT_BUFFER IB base bits [1:0] must be 0");
+  if (d.ib1_size == 0 || (d.if_then_else && d.ib2_size == 0))
+    return refuse(engine_fault::bad_count, "COND_INDIRECT_BUFFER with an IB of 0 dwords");
+  return d;
+}
+
+// ---- COND_EXEC (0x22) -----------------------------------------------------------------------------
+struct cond_exec_fields {
+  std::uint64_t address = 0;  // dword aligned
+  std::uint32_t exec_count = 0;
+  std::uint32_t cache_policy = 0;
+};
+[[nodiscard]] inline decoded<cond_exec_fields> decode_cond_exec(std::span<const std::uint32_t> p) {
+  namespace c = pm4a::cond_exec;
+  if (c::addr_lo_reserved::get(p[1]) != 0)
+    return refuse(engine_fault::reserved_bits, "COND_EXEC address must be dword aligned", make64(p[1], p[2]));
+  if ((p[3] & ~c::cache_policy::mask) != 0) return refuse(engine_fault::reserved_bits, "COND_EXEC dw3 outside CACHE_POLICY");
+  if ((p[4] & ~c::exec_count::mask) != 0) return refuse(engine_fault::reserved_bits, "COND_EXEC dw4 outside EXEC_COUNT");
+  return cond_exec_fields{make64(p[1], p[2]), c::exec_count::get(p[4]), c::cache_policy::get(p[3])};
 }
 
 // ---- EVENT_WRITE (0x46) ------------------------------------------------------------------------
