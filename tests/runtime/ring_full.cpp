@@ -56,5 +56,8 @@ TEST_CASE("full 16-slot ring: refuse, block, then proceed; nothing overwritten")
   CHECK(late_index.value() == 16);
   REQUIRE(q.try_finish(10s).has_value());
   for (std::uint32_t i = 0; i < 16; ++i) CHECK(out[i] == 100 + i);
-  CHECK(q.read_index() == 17);
+  // 17 packets, plus the wake-up barrier a blocking try_finish publishes when it has to sleep
+  // (runtime/queue.hpp): 17 or 18.
+  CHECK(q.read_index() >= 17);
+  CHECK(q.read_index() <= 18);
 }
