@@ -11,6 +11,7 @@
 #include <aqueduct/graph/capture.hpp>
 #include <aqueduct/graph/event.hpp>
 #include <aqueduct/graph/exec_graph.hpp>
+#include <aqueduct/graph/exec_trace.hpp>
 #include <aqueduct/graph/frame_allocator.hpp>
 #include <aqueduct/graph/ops.hpp>
 #include <aqueduct/graph/reactor.hpp>
@@ -19,6 +20,7 @@
 #include <aqueduct/graph/sync_wait.hpp>
 #include <aqueduct/graph/task.hpp>
 #include <aqueduct/graph/task_graph.hpp>
+#include <aqueduct/graph/trace.hpp>
 #include <aqueduct/graph/when_all.hpp>
 
 namespace aqueduct {

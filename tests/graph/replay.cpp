@@ -389,3 +389,38 @@ TEST_CASE("destroying an exec_graph with a replay in flight waits for it, then f
   }
   CHECK(out[0] == 111);  // the replay ran to its end on memory that was still the graph's
 }
+
+TEST_CASE("a traced replay gives every node a device span on its queue, after the host launch") {
+  rig r;
+  pipeline p(r, 256);
+  auto exec = g::instantiate(g::capture(p.run(2, 3, 4)), {.replay_slots = 4, .wait = {}, .trace = true});
+  const auto t = exec.launch();
+  exec.wait(t);
+  g::trace tr;
+  REQUIRE(g::try_trace_replay(exec, t, tr));
+  std::size_t device = 0;
+  std::uint64_t launch_start = 0, prev_end = 0;
+  for (const auto& s : tr.spans()) {
+    if (s.category == "host") {
+      launch_start = s.start_ns;
+      continue;
+    }
+    ++device;
+    CHECK(s.end_ns >= s.start_ns);
+    CHECK(s.start_ns >= launch_start);
+    CHECK(s.start_ns >= prev_end);  // the chain's nodes ran one after another (edges across queues)
+    prev_end = s.end_ns;
+  }
+  CHECK(device == 3);  // AQL kernel, SDMA copy, PM4 kernel
+  const std::string json = tr.to_json();
+  CHECK(contains(json, "\"traceEvents\""));
+  CHECK(contains(json, "\"name\":\"axpb \\\"scale\\\"\""));
+  CHECK(contains(json, "\"ph\":\"s\""));  // flow arrows from the launch
+  CHECK(contains(json, "\"ph\":\"f\""));
+  CHECK(contains(json, "SDMA queue"));
+  // Untraced graphs say so.
+  auto plain = g::instantiate(g::capture(p.run(2, 3, 4)));
+  const auto u = plain.launch();
+  plain.wait(u);
+  CHECK_FALSE(g::try_trace_replay(plain, u, tr));
+}

@@ -11,6 +11,8 @@
 // the slot's signals to 1 and copies each segment's prebuilt packets into its queue: AQL packets
 // through one reservation (one doorbell), PM4 and SDMA commands through one submission per
 // queue. No allocation, no system call, no lock (tests/graph/replay.cpp counts them).
+// Indirect mode (instantiate_options::mode): a PM4 segment's packets stay in graph-owned memory
+// per slot and a replay submits one INDIRECT_BUFFER packet for them (detail/exec_state.hpp).
 // Replays of one graph run one after another on the device (each waits for the previous one's
 // end on every queue), but up to replay_slots - 1 of them may be in flight: the host does not
 // wait between them.
@@ -22,8 +24,10 @@
 // Thread safety: one thread launches, updates and waits.
 #pragma once
 
+#include <aqueduct/abi/amd_queue.hpp>
 #include <aqueduct/abi/amd_signal.hpp>
 #include <aqueduct/core/result.hpp>
+#include <aqueduct/graph/detail/exec_state.hpp>
 #include <aqueduct/graph/detail/lower.hpp>
 #include <aqueduct/graph/detail/plan.hpp>
 #include <aqueduct/graph/task_graph.hpp>
@@ -53,67 +57,6 @@
 
 namespace aqueduct::graph {
 
-struct instantiate_options {
-  std::uint32_t replay_slots = 4;  // prebuilt copies: at most replay_slots - 1 replays in flight
-  sync::wait_policy wait{};        // how try_wait waits
-};
-
-// One replay of an exec_graph (its sequence number).
-struct replay_ticket {
-  std::uint64_t sequence = ~std::uint64_t{0};
-  [[nodiscard]] explicit operator bool() const noexcept { return sequence != ~std::uint64_t{0}; }
-};
-
-namespace detail {
-
-using file_type = runtime::detail::file_type;
-
-struct agent_memory {
-  runtime::detail::agent_state* agent = nullptr;
-  kfd::buffer<file_type> kernargs;  // slots * slot_bytes
-  std::uint64_t slot_bytes = 0;
-};
-
-struct exec_segment {
-  queue_binding q;
-  std::vector<segment_commands> slots;
-  std::vector<std::uint64_t> submitted_at;  // per slot: where its last replay started (AQL packet index, PM4 dword, SDMA byte)
-};
-
-enum class update_kind : std::uint8_t { args, relower };
-
-struct exec_state {
-  runtime::detail::keep_alive keep;  // declared first: released last
-  task_graph graph;
-  plan p;
-  instantiate_options opt;
-  std::vector<std::uint32_t> node_agent;      // per flat node: index in agents (kernel nodes)
-  std::vector<std::uint64_t> kernarg_offset;  // per flat node, within its agent's slot region
-  std::vector<bool> host_waited;              // per flat node: a host node waits for its signal
-  std::vector<agent_memory> agents;
-  std::vector<exec_segment> segs;
-  kfd::buffer<file_type> signals;             // slots * signals_per_slot amd_signals
-  std::uint32_t signals_per_slot = 0;
-  kfd::event<file_type> event;                // mailbox of the signals the host waits for
-  runtime::detail::driver_ref driver{};
-  std::uint64_t launched = 0;                 // replays launched
-  std::vector<std::uint64_t> slot_replay;     // per slot: the replay that last used it + 1 (0: none)
-  std::vector<std::uint32_t> log;             // flat nodes updated, in order
-  std::vector<std::size_t> slot_log;          // per slot: how much of the log it has applied
-  std::vector<bool> relower;                  // per segment: an update changed its packets
-  std::vector<std::vector<bool>> seg_stale;   // per slot, per segment
-  std::optional<failure> failed;
-
-  [[nodiscard]] abi::amd_signal* signal(std::uint32_t slot, std::uint32_t i) const noexcept {
-    return static_cast<abi::amd_signal*>(signals.host()) + std::uint64_t{slot} * signals_per_slot + i;
-  }
-  [[nodiscard]] gpu_va signal_va(std::uint32_t slot, std::uint32_t i) const noexcept {
-    return signals.va() + byte_count((std::uint64_t{slot} * signals_per_slot + i) * sizeof(abi::amd_signal));
-  }
-  [[nodiscard]] std::uint32_t slots() const noexcept { return opt.replay_slots; }
-};
-
-}  // namespace detail
 
 class exec_graph {
  public:
@@ -163,6 +106,7 @@ class exec_graph {
   // least as large and live on the same GPU.
   template <class T>
   [[nodiscard]] result<void> try_bind(std::string_view name, const runtime::buffer<T>& b) {
+    if (!b) return failure(errc::invalid_argument, "bind('" + std::string(name) + "'): the buffer is empty (freed or moved-from)");
     return try_bind_range(name, b.va(), b.size_bytes(), b.bo().gpu_id());
   }
   [[nodiscard]] result<void> try_bind_range(std::string_view name, gpu_va va, std::uint64_t bytes, std::uint32_t gpu_id);
@@ -181,6 +125,7 @@ class exec_graph {
   [[nodiscard]] std::string to_dot() const { return s_ ? s_->graph.to_dot() : std::string(); }
   [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
   [[nodiscard]] detail::exec_state& state() noexcept { return *s_; }
+  [[nodiscard]] const detail::exec_state& state() const noexcept { return *s_; }
   // (graph/replay.hpp) A launch whose host nodes the caller's reactor runs; the fault of a replay.
   [[nodiscard]] result<replay_ticket> try_launch_for_reactor() { return launch_impl(true, sync::infinite); }
   [[nodiscard]] std::optional<failure> replay_fault(replay_ticket t) const {
@@ -193,6 +138,7 @@ class exec_graph {
   [[nodiscard]] result<void> prepare_slot(std::uint32_t slot);
   [[nodiscard]] result<void> submit_slot(std::uint32_t slot);
   void lower(std::uint32_t seg, std::uint32_t slot);
+  void stage_indirect(detail::exec_segment& sg, std::uint32_t slot, const runtime::pm4_queue& q);
   void write_kernargs(std::uint32_t node, std::uint32_t slot) noexcept;
   [[nodiscard]] detail::slot_view view(std::uint32_t slot) const noexcept;
   [[nodiscard]] bool slot_done(std::uint32_t slot) const noexcept;
@@ -223,22 +169,59 @@ inline detail::slot_view exec_graph::view(std::uint32_t slot) const noexcept {
   v.segments = static_cast<std::uint32_t>(s_->segs.size());
   v.event_mailbox = s_->event.mailbox_va();
   v.event_id = s_->event.id();
+  if (s_->opt.trace)
+    v.trace_va = [](const void* c, std::uint32_t s, std::uint32_t n, std::uint32_t which) {
+      const auto& st = *static_cast<const detail::exec_state*>(c);
+      return st.stamps.va() + byte_count(8 * ((std::uint64_t{s} * st.p.nodes.size() + n) * 2 + which));
+    };
   return v;
 }
 
 inline void exec_graph::lower(std::uint32_t seg, std::uint32_t slot) {
   detail::exec_segment& sg = s_->segs[seg];
-  const detail::slot_view v = view(slot);
+  detail::slot_view v = view(slot);
   detail::segment_commands& out = sg.slots[slot];
   switch (sg.q.type) {
     case queue_type::aql: detail::aql_lowering(s_->p, v, out).lower(seg); break;
-    case queue_type::pm4:
-      detail::pm4_lowering(s_->p, v, out, s_->host_waited).lower(seg, *static_cast<runtime::pm4_queue*>(sg.q.queue));
+    case queue_type::pm4: {
+      auto& q = *static_cast<runtime::pm4_queue*>(sg.q.queue);
+      if (sg.indirect()) v.cursor = sg.cursor.va() + byte_count(8ull * slot);
+      detail::pm4_lowering(s_->p, v, out, s_->host_waited).lower(seg, q);
+      if (sg.indirect()) stage_indirect(sg, slot, q);
       break;
+    }
     case queue_type::sdma:
       detail::sdma_lowering(s_->p, v, out, s_->host_waited).lower(seg, *static_cast<runtime::sdma_queue*>(sg.q.queue));
       break;
     case queue_type::none: break;
+  }
+}
+
+// Indirect mode: the slot's PM4 packets into the memory the CP reads them from (grown if an
+// update made them longer: never while the slot is in flight), and the INDIRECT_BUFFER packets a
+// replay submits, each covering whole packets of at most max_indirect_dwords.
+inline void exec_graph::stage_indirect(detail::exec_segment& sg, std::uint32_t slot, const runtime::pm4_queue& q) {
+  const runtime::command_buffer& cmds = sg.slots[slot].cmds;
+  kfd::buffer<detail::file_type>& ib = sg.ib[slot];
+  const std::uint64_t bytes = 4ull * cmds.size();
+  if (!ib || ib.size().value < bytes) {
+    const runtime::detail::agent_state& a = *sg.q.agent;
+    auto b = kfd::buffer<detail::file_type>::try_allocate(a.sys->ref(), *a.node, byte_count(std::max<std::uint64_t>(bytes * 2, 4096)),
+                                                          kfd::memory_use::host);
+    if (!b) throw_failure(std::move(b).get_failure());
+    ib = std::move(*b);
+  }
+  std::memcpy(ib.host(), cmds.dwords().data(), bytes);
+  runtime::command_buffer& sub = sg.ib_submit[slot];
+  sub.clear();
+  std::size_t begin = 0;  // first dword of the current IB
+  for (std::size_t i = 0; i < cmds.packets(); ++i) {
+    const std::size_t end = cmds.packet_end(i);
+    const bool last = i + 1 == cmds.packets();
+    if (last || cmds.packet_end(i + 1) - begin > detail::max_indirect_dwords) {
+      detail::encode_indirect_buffer(sub, ib.va() + byte_count(4ull * begin), static_cast<std::uint32_t>(end - begin));
+      begin = end;
+    }
   }
 }
 
@@ -273,7 +256,7 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
   s.graph = g;
   s.opt = o;
   try {
-    s.p = detail::make_plan(g);
+    s.p = detail::make_plan(g, o.trace);
   } catch (const error& x) {
     return x.get_failure();
   }
@@ -321,6 +304,25 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
                               byte_count(std::uint64_t{s.signals_per_slot} * o.replay_slots * sizeof(abi::amd_signal)),
                               kfd::memory_use::queue));
   for (std::size_t i = 1; i < s.agents.size(); ++i) AQUEDUCT_TRY_VOID(s.signals.try_map_to(*s.agents[i].agent->node));
+  if (o.trace) {
+    AQUEDUCT_TRY(s.stamps, kfd::buffer<detail::file_type>::try_allocate(first.sys->ref(), *first.node,
+                                                                        byte_count(std::max<std::uint64_t>(16 * n * o.replay_slots, 64)),
+                                                                        kfd::memory_use::host));
+    for (std::size_t i = 1; i < s.agents.size(); ++i) AQUEDUCT_TRY_VOID(s.stamps.try_map_to(*s.agents[i].agent->node));
+    s.launch_start.assign(o.replay_slots, 0);
+    s.launch_end.assign(o.replay_slots, 0);
+    // AQL kernels report start_ts/end_ts in their completion signal only on a queue with
+    // profiling enabled (amd_queue_t.queue_properties, as hsa_amd_profiling_set_profiler_enabled
+    // sets it). It stays on for the queue's lifetime.
+    for (const queue_binding& q : s.p.segments)
+      if (q.type == queue_type::aql) {
+        abi::amd_queue& d = *static_cast<runtime::queue*>(q.queue)->aql().descriptor();
+        sync::atomic_store(d.queue_properties,
+                           abi::amd_queue_properties::enable_profiling::set(
+                               sync::atomic_load(d.queue_properties, std::memory_order_acquire), 1),
+                           std::memory_order_release);
+      }
+  }
   AQUEDUCT_TRY(s.event, first.sys->try_make_event(*first.node));
   for (std::size_t i = 1; i < s.agents.size(); ++i) {  // the event page must reach every GPU that writes a mailbox
     AQUEDUCT_TRY(auto ev, s.agents[i].agent->sys->try_make_event(*s.agents[i].agent->node));
@@ -349,10 +351,20 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
     s.segs[i].q = s.p.segments[i];
     s.segs[i].slots.resize(o.replay_slots);
     s.segs[i].submitted_at.assign(o.replay_slots, 0);
+    if (o.mode == replay_mode::indirect && s.segs[i].q.type == queue_type::pm4) {
+      const runtime::detail::agent_state& a = *s.segs[i].q.agent;
+      AQUEDUCT_TRY(s.segs[i].cursor, kfd::buffer<detail::file_type>::try_allocate(a.sys->ref(), *a.node,
+                                                                                 byte_count(std::max<std::uint64_t>(8ull * o.replay_slots, 64)),
+                                                                                 kfd::memory_use::host));
+      std::memset(s.segs[i].cursor.host(), 0, 8ull * o.replay_slots);
+      s.segs[i].ib.resize(o.replay_slots);
+      s.segs[i].ib_submit.resize(o.replay_slots);
+    }
   }
   s.slot_replay.assign(o.replay_slots, 0);
   s.slot_log.assign(o.replay_slots, 0);
   s.log.reserve(2 * std::size_t{n} + 64);  // updates between replays: no allocation in steady state
+  s.last_logged.assign(n, ~std::uint64_t{0});
   try {
     for (std::uint32_t slot = 0; slot < o.replay_slots; ++slot) {
       for (std::uint32_t i = 0; i < n; ++i) e.write_kernargs(i, slot);
@@ -389,6 +401,7 @@ inline result<void> exec_graph::prepare_slot(std::uint32_t slot) {
   if (applied) {
     s.log.erase(s.log.begin(), s.log.begin() + static_cast<std::ptrdiff_t>(applied));
     for (std::size_t& p : s.slot_log) p -= applied;
+    s.log_base += applied;
   }
   for (std::uint32_t seg = 0; seg < s.segs.size(); ++seg)
     if (s.segs[seg].slots[slot].stale) {
@@ -399,6 +412,8 @@ inline result<void> exec_graph::prepare_slot(std::uint32_t slot) {
       }
     }
   for (std::uint32_t i = 0; i < s.signals_per_slot; ++i) sync::atomic_store(s.signal(slot, i)->value, 1, std::memory_order_relaxed);
+  for (detail::exec_segment& sg : s.segs)
+    if (sg.indirect()) sync::atomic_store(static_cast<std::uint64_t*>(sg.cursor.host())[slot], std::uint64_t{0}, std::memory_order_relaxed);
   return ok();
 }
 
@@ -423,7 +438,8 @@ inline result<void> exec_graph::submit_slot(std::uint32_t slot) {
         break;
       }
       case queue_type::pm4: {
-        auto t = static_cast<runtime::pm4_queue*>(sg.q.queue)->try_submit(c.cmds, sync::infinite, &sg.submitted_at[slot]);
+        auto t = static_cast<runtime::pm4_queue*>(sg.q.queue)->try_submit(sg.indirect() ? sg.ib_submit[slot] : c.cmds, sync::infinite,
+                                                                           &sg.submitted_at[slot]);
         if (!t) return std::move(t).get_failure();
         break;
       }
@@ -449,12 +465,20 @@ inline result<replay_ticket> exec_graph::launch_impl(bool host_nodes_ok, sync::n
   // The slot's signals are about to be reset: the replay that waits for them (the one after its
   // last user) must have finished.
   if (seq + 1 >= s.slots()) AQUEDUCT_TRY_VOID(try_wait(replay_ticket{seq + 1 - s.slots()}, slot_timeout));
+  const auto t0 = s.opt.trace ? sync::clock::now() : sync::clock::time_point{};
   AQUEDUCT_TRY_VOID(prepare_slot(slot));
   s.slot_replay[slot] = seq + 1;
   s.launched = seq + 1;
   if (auto r = submit_slot(slot); !r) {
     s.failed = r.get_failure();
     return std::move(r).get_failure();
+  }
+  if (s.opt.trace) {
+    const auto ns = [](sync::clock::time_point t) {
+      return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+    };
+    s.launch_start[slot] = ns(t0);
+    s.launch_end[slot] = ns(sync::clock::now());
   }
   return replay_ticket{seq};
 }
@@ -488,8 +512,13 @@ inline std::optional<failure> exec_graph::fault(std::uint32_t slot) const {
       case queue_type::pm4: {
         auto& q = *static_cast<runtime::pm4_queue*>(sg.q.queue);
         if (!q.fault()) continue;
-        const std::size_t pk = c.cmds.packet_at(q.read_pointer() - sg.submitted_at[slot]);
-        if (pk < c.cmd_node.size()) node = c.cmd_node[pk];
+        if (sg.indirect()) {  // the CP stopped inside the IB: the node it last started
+          const std::uint64_t at = sync::atomic_load(static_cast<std::uint64_t*>(sg.cursor.host())[slot], std::memory_order_acquire);
+          if (at != 0 && at <= s.p.nodes.size()) node = at - 1;
+        } else {
+          const std::size_t pk = c.cmds.packet_at(q.read_pointer() - sg.submitted_at[slot]);
+          if (pk < c.cmd_node.size()) node = c.cmd_node[pk];
+        }
         q.describe(queue_text);
         break;
       }
@@ -549,7 +578,8 @@ inline void exec_graph::drain() noexcept {
 
 inline std::vector<std::size_t> exec_graph::replay_sizes() const {
   std::vector<std::size_t> v;
-  for (const auto& sg : s_->segs) v.push_back(sg.q.type == queue_type::aql ? sg.slots[0].aql.size() : sg.slots[0].cmds.size());
+  for (const auto& sg : s_->segs)
+    v.push_back(sg.q.type == queue_type::aql ? sg.slots[0].aql.size() : sg.indirect() ? sg.ib_submit[0].size() : sg.slots[0].cmds.size());
   return v;
 }
 
@@ -566,7 +596,14 @@ inline result<std::uint32_t> exec_graph::try_flat(node_id n, node_kind k) const 
 }
 
 inline void exec_graph::logged(std::uint32_t flat, detail::update_kind k) {
-  s_->log.push_back(flat);
+  // A node already in the log where no slot has applied it yet needs no second entry: each slot
+  // reads the node's current parameters when it gets there.
+  detail::exec_state& s = *s_;
+  const std::uint64_t furthest = s.log_base + *std::max_element(s.slot_log.begin(), s.slot_log.end());
+  if (s.last_logged[flat] == ~std::uint64_t{0} || s.last_logged[flat] < furthest) {
+    s.log.push_back(flat);
+    s.last_logged[flat] = s.log_base + s.log.size() - 1;
+  }
   if (k == detail::update_kind::relower) {
     const std::uint32_t seg = s_->p.placed[flat].segment;
     if (seg != detail::no_index)

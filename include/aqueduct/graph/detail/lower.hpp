@@ -48,6 +48,14 @@ struct slot_view {
   gpu_va (*kernarg_va)(const void* ctx, std::uint32_t s, std::uint32_t node) = nullptr;
   gpu_va event_mailbox{};
   std::uint32_t event_id = 0;
+  // Trace mode: where node `n`'s start (0) and end (1) timestamps go in this slot; null: no trace.
+  gpu_va (*trace_va)(const void* ctx, std::uint32_t s, std::uint32_t node, std::uint32_t which) = nullptr;
+  [[nodiscard]] bool tracing() const noexcept { return trace_va != nullptr; }
+  // Indirect mode (PM4): a 64-bit word the segment sets to node + 1 (RELEASE_MEM: once the work
+  // before it completed) before each node's packets, so a fault inside the indirect buffer still
+  // names its node; empty: none.
+  gpu_va cursor{};
+  [[nodiscard]] gpu_va stamp(std::uint32_t node, std::uint32_t which) const { return trace_va(ctx, slot, node, which); }
   [[nodiscard]] gpu_va signal(std::uint32_t i) const { return signal_va(ctx, slot, i); }
   [[nodiscard]] gpu_va prev_done(std::uint32_t seg) const { return signal_va(ctx, prev_slot, node_signals + seg); }
   [[nodiscard]] gpu_va done(std::uint32_t seg) const { return signal_va(ctx, slot, node_signals + seg); }
@@ -64,6 +72,20 @@ struct segment_commands {
 };
 
 inline constexpr std::size_t value_offset = offsetof(abi::amd_signal, value);
+
+// PM4 INDIRECT_BUFFER (compute: VALID set; abi/pm4.hpp, spec packets.md): the CP runs `dwords`
+// dwords at `ib` (dword aligned, mapped to the queue's GPU), then returns to the ring. The packet
+// is the same on every PM4 target, so the graph encodes it itself (indirect replay mode).
+inline constexpr std::uint32_t max_indirect_dwords = (1u << 20) - 1;  // IB_SIZE is 20 bits
+inline void encode_indirect_buffer(runtime::command_buffer& out, gpu_va ib, std::uint32_t dwords) {
+  namespace i = abi::pm4::indirect_buffer;
+  AQUEDUCT_ASSERT(ib.aligned(4) && dwords >= 1 && dwords <= max_indirect_dwords, "INDIRECT_BUFFER base or size");
+  const auto p = out.append(sizeof(i::packet) / 4);
+  p[0] = abi::pm4::type3_header(abi::pm4::opcode::indirect_buffer, sizeof(i::packet) / 4 - 1);
+  p[1] = ib.lo();
+  p[2] = ib.hi();
+  p[3] = i::ib_size::put(dwords) | i::valid::put(1);
+}
 
 [[nodiscard]] inline abi::aql_slot to_slot(const auto& packet) noexcept {
   static_assert(sizeof(packet) == sizeof(abi::aql_slot));
@@ -194,6 +216,8 @@ class pm4_lowering {
       for (std::uint32_t w : pn.waits) q.encode_wait(out_.cmds, v_.signal(p_.placed[w].signal) + byte_count(value_offset), 0, ~0u, f::equal);
       for (const external_wait& e : pn.external)
         q.encode_wait(out_.cmds, gpu_va(e.signal.handle() + value_offset), static_cast<std::uint32_t>(e.value), ~0u, pm4_function(e.cond));
+      if (v_.cursor) q.encode_release(out_.cmds, v_.cursor, n + 1);
+      if (v_.tracing()) q.encode_timestamp(out_.cmds, v_.stamp(n, 0));
       switch (x.kind) {
         case node_kind::kernel:
           if (x.enabled) q.encode_dispatch(out_.cmds, x.kernel, x.grid, x.block, v_.kernargs(n), v_.kernargs(n) + byte_count(kernarg_bytes(x)));
@@ -209,6 +233,7 @@ class pm4_lowering {
           throw_failure(failure(errc::not_supported, x.describe() + ": a PM4 queue runs kernels, signal records and timestamps "
                                                                     "(record copies and fills on an SDMA queue)"));
       }
+      if (v_.tracing()) q.encode_timestamp(out_.cmds, v_.stamp(n, 1));
       if (pn.signal != no_index)
         q.encode_release(out_.cmds, v_.signal(pn.signal) + byte_count(value_offset), 0,
                          host_waited_[n] ? v_.event_mailbox : gpu_va{}, host_waited_[n] ? v_.event_id : 0);
@@ -253,6 +278,7 @@ class sdma_lowering {
       for (std::uint32_t w : pn.waits) q.encode_wait(out_.cmds, v_.signal(p_.placed[w].signal) + byte_count(value_offset), 0, ~0u, f::equal);
       for (const external_wait& e : pn.external)
         q.encode_wait(out_.cmds, gpu_va(e.signal.handle() + value_offset), static_cast<std::uint32_t>(e.value), ~0u, sdma_function(e.cond));
+      if (v_.tracing()) q.encode_timestamp(out_.cmds, v_.stamp(n, 0));
       if (x.enabled) switch (x.kind) {
           case node_kind::copy:
             if (x.bytes) q.encode_copy(out_.cmds, x.dst, x.src, x.bytes);
@@ -271,6 +297,7 @@ class sdma_lowering {
             throw_failure(failure(errc::not_supported, x.describe() + ": an SDMA queue runs copies, fills, signal records and "
                                                                       "timestamps (dispatch kernels on an AQL or PM4 queue)"));
         }
+      if (v_.tracing()) q.encode_timestamp(out_.cmds, v_.stamp(n, 1));
       if (pn.signal != no_index) {
         q.encode_fence64(out_.cmds, v_.signal(pn.signal) + byte_count(value_offset), 0);
         if (host_waited_[n]) q.encode_signal_event(out_.cmds, v_.event_mailbox, v_.event_id);

@@ -109,7 +109,9 @@ inline void resolve_deps(const std::vector<node>& nodes, std::uint32_t n, std::v
   }
 }
 
-[[nodiscard]] inline plan make_plan(const task_graph& g) {
+// With `trace`, every AQL kernel gets a completion signal too: the packet processor writes its
+// start_ts/end_ts there.
+[[nodiscard]] inline plan make_plan(const task_graph& g, bool trace = false) {
   plan p;
   (void)flatten_into(g, {}, p.nodes, &p.top_to_flat, 0);
   const auto n = static_cast<std::uint32_t>(p.nodes.size());
@@ -151,6 +153,7 @@ inline void resolve_deps(const std::vector<node>& nodes, std::uint32_t n, std::v
       }
     }
     if (p.nodes[i].kind == node_kind::host) needs_signal[i] = true;
+    if (trace && p.nodes[i].kind == node_kind::kernel && p.nodes[i].queue.type == queue_type::aql) needs_signal[i] = true;
   }
   for (std::uint32_t i = 0; i < n; ++i)
     if (needs_signal[i]) p.placed[i].signal = p.node_signals++;

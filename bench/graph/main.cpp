@@ -1,0 +1,409 @@
+// bench/graph/main.cpp — bench_graph: the host costs of graph/ (issue 12's targets), each next to a
+// floor measured in the same run, on the emulated device.
+//
+// Every number is a median of 5 interleaved repetitions (DESIGN.md §6); the closing table prints
+// each target's median, its floor's median, the ratio, and the issue's bound. Emulator numbers:
+// aqueduct's host path plus the emulator's threads on the same cores, not a GPU.
+//   task_call        co_await of a task that returns at once (recycling frame allocator)
+//                    floor: a call of an equivalent non-inlined function
+//   ready_signal     co_await until(signal == 0) on a signal already 0
+//                    floor: the acquire load of the signal's value
+//   resume           suspend -> the reactor polls a completed wait -> resume
+//                    floor: a suspend that resumes itself by symmetric transfer
+//   eager_dispatch   lowering co_await on(q).dispatch(...) (submission included, no wait)
+//                    floor: the runtime's typed q.try_dispatch(...)
+//   capture          per node, a 1,000-node chain
+//   instantiate      per node, a 1,000-node chain (includes its memory allocation)
+//   node_update      exec.try_set_args on a kernel node
+//                    floor: writing the same kernarg bytes into a buffer
+//   replay           host cost per node of a replay of a 1,000-node AQL chain with 10% of its
+//                    kernels given new arguments (launch only; the wait is not timed)
+//                    floor: copying 1,000 prebuilt 64-byte packets and patching 100 kernarg blocks
+//   replay_indirect  host cost of one replay in indirect mode (launch only) of a 1-node and a
+//                    10,000-node PM4 chain: one INDIRECT_BUFFER packet per queue either way
+//   chain_wall       wall time of a 1,000 empty-kernel chain: replay vs eager (each co_awaited)
+#include <aqueduct/graph.hpp>
+#include <aqueduct/runtime.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <sys/utsname.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace aq = aqueduct;
+namespace g = aqueduct::graph;
+namespace rt = aqueduct::runtime;
+
+namespace {
+
+struct store_args {
+  std::uint64_t out;
+  std::uint32_t index, value;
+};
+void store(aq::emu::workgroup_context& ctx) {
+  const aq::emu::host_workgroup wg(ctx);
+  const auto k = wg.args<store_args>();
+  ctx.store<std::uint32_t>(k.out + 4ull * k.index, k.value);
+}
+void nothing(aq::emu::workgroup_context&) {}
+using store_kernel = rt::kernel<std::uint32_t*, std::uint32_t, std::uint32_t>;
+
+struct world {
+  rt::system sys = rt::system::open({.device = rt::device_choice::emulated, .machine = "rx7900xtx"});
+  rt::agent gpu = sys.default_agent();
+  rt::executable exe = aq::emu::load(gpu, [] {
+    aq::emu::host_code_object c;
+    c.kernels.push_back(aq::emu::host_kernel::with_args<std::uint32_t*, std::uint32_t, std::uint32_t>("store", store));
+    c.kernels.push_back(aq::emu::host_kernel::with_args<>("nothing", nothing));
+    return c;
+  }());
+  store_kernel store_k = exe.get_kernel<std::uint32_t*, std::uint32_t, std::uint32_t>("store");
+  rt::kernel<> nothing_k = exe.get_kernel<>("nothing");
+  rt::queue q = gpu.make_queue(aq::aql, {.slots = 4096});
+  rt::pm4_queue pm4 = gpu.make_queue(aq::pm4);
+  rt::buffer<std::uint32_t> out = gpu.alloc<std::uint32_t>(4096, rt::memory_kind::host);
+};
+world& w() {
+  static world* x = new world();  // lives to the end of the process (the emulator's threads too)
+  return *x;
+}
+
+// ---- task call --------------------------------------------------------------------------------
+g::task<int> leaf(int i) { co_return i + 1; }
+[[gnu::noinline]] int leaf_fn(int i) { return i + 1; }
+
+void task_call(benchmark::State& st) {
+  auto body = [&]() -> g::task<void> {
+    int s = 0;
+    for (auto _ : st) s += co_await leaf(s);
+    benchmark::DoNotOptimize(s);
+  };
+  g::sync_wait(body());
+}
+void task_call_floor(benchmark::State& st) {
+  int s = 0;
+  for (auto _ : st) s += leaf_fn(s);
+  benchmark::DoNotOptimize(s);
+}
+
+// ---- co_await of a ready signal -----------------------------------------------------------------
+void ready_signal(benchmark::State& st) {
+  auto sig = w().gpu.make_signal(0);
+  auto body = [&]() -> g::task<void> {
+    std::int64_t s = 0;
+    for (auto _ : st) s += co_await g::until(sig, aq::abi::signal_condition::eq, 0);
+    benchmark::DoNotOptimize(s);
+  };
+  g::sync_wait(body());
+}
+void ready_signal_floor(benchmark::State& st) {
+  auto sig = w().gpu.make_signal(0);
+  std::int64_t s = 0;
+  for (auto _ : st) s += sig.ref().load(std::memory_order_acquire) == 0 ? 0 : 1;
+  benchmark::DoNotOptimize(s);
+}
+
+// ---- suspend -> completion -> resume on the reactor ------------------------------------------
+struct completed_wait {  // a wait whose completion is visible at the reactor's first poll
+  struct awaiter {
+    g::detail::context* c;
+    g::detail::pending p{};
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) noexcept {
+      p.poll = [](g::detail::pending&) noexcept { return true; };
+      p.waiter = h;
+      c->r->watch(p);
+    }
+    void await_resume() const noexcept {}
+  };
+  awaiter lower(g::detail::context& c, std::source_location) const noexcept { return awaiter{&c}; }
+};
+struct self_resume {  // floor: suspend and resume at once by symmetric transfer
+  bool await_ready() const noexcept { return false; }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> h) const noexcept { return h; }
+  void await_resume() const noexcept {}
+};
+void resume(benchmark::State& st) {
+  auto body = [&]() -> g::task<void> {
+    for (auto _ : st) co_await completed_wait{};
+  };
+  g::reactor r;
+  g::sync_wait(r, body());
+}
+void resume_floor(benchmark::State& st) {
+  auto body = [&]() -> g::task<void> {
+    for (auto _ : st) co_await self_resume{};
+  };
+  g::sync_wait(body());
+}
+
+// ---- eager dispatch: lowering vs the raw typed enqueue -----------------------------------------
+// The queue is held at a gate (a barrier-AND on a signal at 1) so nothing completes while timed;
+// every 1,024 submissions the gate opens untimed and the queue drains.
+template <class Submit>
+void gated(benchmark::State& st, Submit&& submit) {
+  world& x = w();
+  auto gate = x.gpu.make_signal(1);
+  const aq::sync::signal_ref deps[] = {gate.ref()};
+  std::uint32_t n = 0;
+  auto close = [&] {
+    gate.store(1);
+    (void)x.q.try_barrier_and(deps, true);
+  };
+  close();
+  for (auto _ : st) {
+    submit(n);
+    if (++n % 1024 == 0) {
+      st.PauseTiming();
+      gate.store(0);
+      x.q.finish();
+      close();
+      st.ResumeTiming();
+    }
+  }
+  gate.store(0);
+  x.q.finish();
+}
+void eager_dispatch(benchmark::State& st) {
+  world& x = w();
+  g::reactor r;
+  g::detail::stop_state stop(nullptr, &r);
+  g::detail::context c{&r, &stop, nullptr};
+  const std::source_location loc = std::source_location::current();
+  gated(st, [&](std::uint32_t i) {
+    auto a = g::on(x.q).dispatch(x.store_k, rt::grid{1}, rt::block{1}, x.out, i & 4095u, i).lower(c, loc);
+    benchmark::DoNotOptimize(a);
+  });
+}
+void eager_dispatch_floor(benchmark::State& st) {
+  world& x = w();
+  gated(st, [&](std::uint32_t i) {
+    auto t = x.q.try_dispatch(x.store_k, rt::grid{1}, rt::block{1}, x.out, i & 4095u, i);
+    benchmark::DoNotOptimize(t);
+  });
+}
+
+// ---- capture, instantiate, update, replay of a 1,000-node chain --------------------------------
+constexpr std::uint32_t chain_nodes = 1000;
+g::task<void> chain(std::vector<g::node_id>& ids) {
+  world& x = w();
+  for (std::uint32_t i = 0; i < chain_nodes; ++i)
+    ids[i] = co_await g::on(x.q).dispatch(x.store_k, rt::grid{1}, rt::block{1}, x.out, i, i);
+}
+void capture(benchmark::State& st) {
+  std::vector<g::node_id> ids(chain_nodes);
+  for (auto _ : st) {
+    auto tg = g::capture(chain(ids));
+    benchmark::DoNotOptimize(tg);
+  }
+  st.counters["per_op"] = benchmark::Counter(static_cast<double>(st.iterations()) * chain_nodes,
+                                             benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+void instantiate(benchmark::State& st) {
+  std::vector<g::node_id> ids(chain_nodes);
+  const auto tg = g::capture(chain(ids));
+  for (auto _ : st) {
+    auto e = g::instantiate(tg);
+    benchmark::DoNotOptimize(e);
+  }
+  st.counters["per_op"] = benchmark::Counter(static_cast<double>(st.iterations()) * chain_nodes,
+                                             benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+void node_update(benchmark::State& st) {
+  world& x = w();
+  std::vector<g::node_id> ids(chain_nodes);
+  auto e = g::instantiate(g::capture(chain(ids)));
+  std::uint32_t v = 0;
+  for (auto _ : st) benchmark::DoNotOptimize(e.try_set_args(ids[7], x.out, 7u, ++v));
+}
+void node_update_floor(benchmark::State& st) {
+  world& x = w();
+  std::vector<std::byte> args(64);
+  std::uint32_t v = 0;
+  for (auto _ : st) {
+    aq::runtime::detail::put_kernargs(args.data(), x.out, 7u, ++v);
+    benchmark::DoNotOptimize(args.data());
+    benchmark::ClobberMemory();
+  }
+}
+void replay(benchmark::State& st) {
+  world& x = w();
+  std::vector<g::node_id> ids(chain_nodes);
+  auto e = g::instantiate(g::capture(chain(ids)), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin()});
+  std::uint32_t v = 0;
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::uint32_t i = 0; i < chain_nodes; i += 10) (void)e.try_set_args(ids[i], x.out, i, ++v);
+    auto t = e.try_launch();
+    const auto t1 = std::chrono::steady_clock::now();
+    st.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    if (t) (void)e.try_wait(*t);
+  }
+  st.counters["per_op"] = benchmark::Counter(static_cast<double>(st.iterations()) * chain_nodes,
+                                             benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+void replay_floor(benchmark::State& st) {
+  std::vector<aq::abi::aql_slot> prebuilt(chain_nodes), ring(chain_nodes);
+  std::vector<std::byte> kernargs(chain_nodes * 64), patch(64);
+  std::uint32_t v = 0;
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::uint32_t i = 0; i < chain_nodes; i += 10) {
+      std::memcpy(patch.data(), &++v, 4);
+      std::memcpy(kernargs.data() + i * 64, patch.data(), 64);
+    }
+    std::memcpy(ring.data(), prebuilt.data(), chain_nodes * sizeof(aq::abi::aql_slot));
+    benchmark::DoNotOptimize(ring.data());
+    benchmark::ClobberMemory();
+    const auto t1 = std::chrono::steady_clock::now();
+    st.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+  }
+  st.counters["per_op"] = benchmark::Counter(static_cast<double>(st.iterations()) * chain_nodes,
+                                             benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+// ---- indirect mode: host cost of one replay of an N-node PM4 chain (launch only) ---------------
+template <std::uint32_t N>
+void replay_indirect(benchmark::State& st) {
+  world& x = w();
+  auto prog = [&]() -> g::task<void> {
+    for (std::uint32_t i = 0; i < N; ++i) co_await g::on(x.pm4).dispatch(x.nothing_k, rt::grid{1}, rt::block{1});
+  };
+  auto e = g::instantiate(g::capture(prog()), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin(), .trace = false,
+                                                .mode = g::replay_mode::indirect});
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto t = e.try_launch();
+    const auto t1 = std::chrono::steady_clock::now();
+    st.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    if (t) (void)e.try_wait(*t);
+  }
+}
+void replay_indirect_1(benchmark::State& st) { replay_indirect<1>(st); }
+void replay_indirect_10000(benchmark::State& st) { replay_indirect<10000>(st); }
+
+// ---- 1,000 empty-kernel chain: replay vs eager, wall time --------------------------------------
+g::task<void> empty_chain() {
+  world& x = w();
+  for (std::uint32_t i = 0; i < chain_nodes; ++i) co_await g::on(x.q).dispatch(x.nothing_k, rt::grid{1}, rt::block{1});
+}
+void chain_wall_replay(benchmark::State& st) {
+  auto e = g::instantiate(g::capture(empty_chain()));
+  for (auto _ : st) e.wait(e.launch());
+}
+void chain_wall_eager(benchmark::State& st) {
+  for (auto _ : st) g::sync_wait(empty_chain());
+}
+
+// ---- the closing table ----------------------------------------------------------------------------
+struct target {
+  const char* name;
+  const char* floor;
+  const char* bound;  // the issue's bound, as text
+  double over = -1;   // bound on (value - floor) in ns, if the target is "over the floor"
+  double ratio = -1;  // bound on value / floor
+  double ns = -1;     // bound on the value itself (ns)
+};
+const target targets[] = {
+    {"task_call", "task_call_floor", "<= 20 ns, 0 heap allocations", -1, -1, 20},
+    {"ready_signal", "ready_signal_floor", "<= 2 ns", -1, -1, 2},
+    {"resume", "resume_floor", "<= 15 ns over the floor", 15, -1, -1},
+    {"eager_dispatch", "eager_dispatch_floor", "<= 10 ns over the raw typed enqueue", 10, -1, -1},
+    {"capture", nullptr, "<= 150 ns per node", -1, -1, 150},
+    {"instantiate", nullptr, "<= 1 us per node", -1, -1, 1000},
+    {"node_update", "node_update_floor", "<= 20 ns", -1, -1, 20},
+    {"replay", "replay_floor", "<= 10 ns per node, <= 8x the copy-and-patch floor", -1, 8, 10},
+    {"replay_indirect_10000", "replay_indirect_1", "indirect: <= 250 ns per queue, 10,000 nodes <= 1.1x 1 node", -1, 1.1, 250},
+    {"chain_wall_replay", "chain_wall_eager", "replay <= 0.25x eager (wall)", -1, 0.25, -1},
+};
+
+struct table_reporter : benchmark::ConsoleReporter {
+  void ReportRuns(const std::vector<Run>& runs) override {
+    benchmark::ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      if (r.error_occurred || !(r.run_type == Run::RT_Aggregate && r.aggregate_name == "median")) continue;
+      const std::string name = r.run_name.function_name;
+      // Per iteration, in the run's time unit -> ns; per node where the benchmark counts nodes.
+      double ns = r.GetAdjustedRealTime() * 1e9 / benchmark::GetTimeUnitMultiplier(r.time_unit);
+      if (auto it = r.counters.find("per_op"); it != r.counters.end()) ns = it->second.value * 1e9;
+      medians_[name] = ns;
+    }
+  }
+  void Finalize() override {
+    std::ostream& os = GetOutputStream();
+    char line[320];
+    os << "\nissue 12 targets: medians of this run (ns per operation or node; chain_wall: ns per chain)\n";
+    std::snprintf(line, sizeof line, "  %-18s %12s %12s %9s  %s\n", "target", "value", "floor", "ratio", "bound (issue 12)");
+    os << line;
+    for (const target& t : targets) {
+      auto v = medians_.find(t.name);
+      if (v == medians_.end()) continue;
+      double f = -1;
+      if (t.floor)
+        if (auto it = medians_.find(t.floor); it != medians_.end()) f = it->second;
+      bool met = true;
+      if (t.ns >= 0) met &= v->second <= t.ns;
+      if (t.ratio >= 0 && f > 0) met &= v->second / f <= t.ratio;
+      if (t.over >= 0 && f >= 0) met &= v->second - f <= t.over;
+      char fs[32] = "-", rs[32] = "-";
+      if (f >= 0) std::snprintf(fs, sizeof fs, "%.1f", f);
+      if (f > 0) std::snprintf(rs, sizeof rs, "%.2f", v->second / f);
+      std::snprintf(line, sizeof line, "  %-18s %12.1f %12s %9s  %s: %s\n", t.name, v->second, fs, rs, t.bound, met ? "met" : "NOT met");
+      os << line;
+    }
+    os << std::flush;
+    benchmark::ConsoleReporter::Finalize();
+  }
+  std::map<std::string, double> medians_;
+};
+
+}  // namespace
+
+BENCHMARK(task_call);
+BENCHMARK(task_call_floor);
+BENCHMARK(ready_signal);
+BENCHMARK(ready_signal_floor);
+BENCHMARK(resume);
+BENCHMARK(resume_floor);
+BENCHMARK(eager_dispatch);
+BENCHMARK(eager_dispatch_floor);
+BENCHMARK(capture)->Unit(benchmark::kMillisecond);
+BENCHMARK(instantiate)->Unit(benchmark::kMillisecond);
+BENCHMARK(node_update);
+BENCHMARK(node_update_floor);
+BENCHMARK(replay)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(replay_floor)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(replay_indirect_1)->UseManualTime()->Unit(benchmark::kNanosecond);
+BENCHMARK(replay_indirect_10000)->UseManualTime()->Unit(benchmark::kNanosecond)->Iterations(10);
+BENCHMARK(chain_wall_replay)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(chain_wall_eager)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+int main(int argc, char** argv) {
+  std::vector<std::string> storage = {argv[0], "--benchmark_repetitions=5", "--benchmark_display_aggregates_only=true",
+                                      "--benchmark_enable_random_interleaving=true", "--benchmark_min_time=0.2"};
+  for (int i = 1; i < argc; ++i) storage.emplace_back(argv[i]);
+  std::vector<char*> args;
+  for (auto& s : storage) args.push_back(s.data());
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  std::ifstream load("/proc/loadavg");
+  std::string l;
+  std::getline(load, l);
+  benchmark::AddCustomContext("machine.loadavg_at_start", l);
+  benchmark::AddCustomContext("machine.logical_cpus", std::to_string(std::thread::hardware_concurrency()));
+  benchmark::AddCustomContext("device", "emulated rx7900xtx (host path + emulator threads on the same cores)");
+  table_reporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}

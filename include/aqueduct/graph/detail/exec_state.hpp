@@ -1,0 +1,108 @@
+// aqueduct/graph/detail/exec_state.hpp — what an exec_graph holds (not API), with the options
+// and ticket types of its public interface (instantiate_options, replay_ticket).
+//
+// Layer: graph. graph/exec_graph.hpp documents the memory layout: per replay slot, each queue
+// segment's prebuilt packets, each kernel's kernargs, and the completion signals.
+// Thread safety: owned by one exec_graph; one thread launches, updates and waits.
+#pragma once
+
+#include <aqueduct/abi/amd_signal.hpp>
+#include <aqueduct/core/result.hpp>
+#include <aqueduct/graph/detail/lower.hpp>
+#include <aqueduct/graph/detail/plan.hpp>
+#include <aqueduct/graph/task_graph.hpp>
+#include <aqueduct/kfd/events.hpp>
+#include <aqueduct/kfd/memory.hpp>
+#include <aqueduct/runtime/detail/state.hpp>
+#include <aqueduct/sync/wait.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace aqueduct::graph {
+
+// How a replay reaches the queues (docs/graph.md "Replay modes").
+//   ring_copy — every segment's prebuilt packets are copied into its ring at each replay;
+//   indirect  — a PM4 segment's packets stay in graph-owned memory (one buffer per slot) and a
+//               replay writes one INDIRECT_BUFFER packet (4 dwords, per 2^20 - 1 dwords of
+//               segment) plus the queue's completion, whatever the node count. AQL segments (AQL
+//               has no indirect packet) and SDMA segments (the emulated SDMA engines do not run
+//               INDIRECT yet) are ring-copied in both modes.
+enum class replay_mode : std::uint8_t { ring_copy, indirect };
+
+struct instantiate_options {
+  std::uint32_t replay_slots = 4;  // prebuilt copies: at most replay_slots - 1 replays in flight
+  sync::wait_policy wait{};        // how try_wait waits
+  bool trace = false;              // device timestamps per node, for try_trace_replay (graph/exec_trace.hpp)
+  replay_mode mode = replay_mode::ring_copy;
+};
+
+// One replay of an exec_graph (its sequence number).
+struct replay_ticket {
+  std::uint64_t sequence = ~std::uint64_t{0};
+  [[nodiscard]] explicit operator bool() const noexcept { return sequence != ~std::uint64_t{0}; }
+};
+
+namespace detail {
+
+using file_type = runtime::detail::file_type;
+
+struct agent_memory {
+  runtime::detail::agent_state* agent = nullptr;
+  kfd::buffer<file_type> kernargs;  // slots * slot_bytes
+  std::uint64_t slot_bytes = 0;
+};
+
+struct exec_segment {
+  queue_binding q;
+  std::vector<segment_commands> slots;
+  std::vector<std::uint64_t> submitted_at;  // per slot: where its last replay started (AQL packet index, PM4 dword, SDMA byte)
+  // Indirect mode (PM4): per slot, the segment's packets in memory the CP reads, and what a replay
+  // submits (the INDIRECT_BUFFER packets that run them).
+  std::vector<kfd::buffer<file_type>> ib;
+  std::vector<runtime::command_buffer> ib_submit;
+  kfd::buffer<file_type> cursor;  // per slot: the node + 1 the segment last started (0: none yet)
+  [[nodiscard]] bool indirect() const noexcept { return !ib.empty(); }
+};
+
+enum class update_kind : std::uint8_t { args, relower };
+
+struct exec_state {
+  runtime::detail::keep_alive keep;  // declared first: released last
+  task_graph graph;
+  plan p;
+  instantiate_options opt;
+  std::vector<std::uint32_t> node_agent;      // per flat node: index in agents (kernel nodes)
+  std::vector<std::uint64_t> kernarg_offset;  // per flat node, within its agent's slot region
+  std::vector<bool> host_waited;              // per flat node: a host node waits for its signal
+  std::vector<agent_memory> agents;
+  std::vector<exec_segment> segs;
+  kfd::buffer<file_type> signals;             // slots * signals_per_slot amd_signals
+  std::uint32_t signals_per_slot = 0;
+  kfd::event<file_type> event;                // mailbox of the signals the host waits for
+  runtime::detail::driver_ref driver{};
+  std::uint64_t launched = 0;                 // replays launched
+  std::vector<std::uint64_t> slot_replay;     // per slot: the replay that last used it + 1 (0: none)
+  std::vector<std::uint32_t> log;             // flat nodes updated, in order
+  std::vector<std::size_t> slot_log;          // per slot: how much of the log it has applied
+  std::uint64_t log_base = 0;                 // absolute position of log[0] (entries dropped so far)
+  std::vector<std::uint64_t> last_logged;     // per flat node: its last absolute log position, or ~0
+  kfd::buffer<file_type> stamps;              // trace mode: slots * nodes * 2 timestamps (ns)
+  std::vector<std::uint64_t> launch_start, launch_end;  // trace mode: per slot, the host launch span
+  std::vector<bool> relower;                  // per segment: an update changed its packets
+  std::vector<std::vector<bool>> seg_stale;   // per slot, per segment
+  std::optional<failure> failed;
+
+  [[nodiscard]] abi::amd_signal* signal(std::uint32_t slot, std::uint32_t i) const noexcept {
+    return static_cast<abi::amd_signal*>(signals.host()) + std::uint64_t{slot} * signals_per_slot + i;
+  }
+  [[nodiscard]] gpu_va signal_va(std::uint32_t slot, std::uint32_t i) const noexcept {
+    return signals.va() + byte_count((std::uint64_t{slot} * signals_per_slot + i) * sizeof(abi::amd_signal));
+  }
+  [[nodiscard]] std::uint32_t slots() const noexcept { return opt.replay_slots; }
+};
+
+}  // namespace detail
+
+}  // namespace aqueduct::graph
