@@ -3,11 +3,16 @@
 //
 // With no GPU (every machine we build on) it runs on the emulated device: AQUEDUCT_EMULATE picks
 // the machine (default mi300x), and the kernel is a host function reached through an emulated
-// code object. On a real GPU pass --code FILE: a gfx code object for this agent with a kernel
-// `vadd(const float* a, const float* b, float* c, uint n)` that indexes with the workgroup id and
-// a block of 256 (not verified here: no machine of ours has an AMD GPU).
+// code object. With --gfx it runs clang-built machine code instead: hello_vadd.hip, built by
+// clang-19 for the agent's processor (hello_vadd-<gfx>.co next to the build), executed by the
+// emulator's ISA interpreter — AQUEDUCT_EMULATE=rx7900xtx (gfx1100), rx9070xt (gfx1201), mi300x
+// (gfx942) or mi250x (gfx90a).
+// --code FILE loads any gfx code object with a kernel `vadd(const float* a, const float* b,
+// float* c, uint n)` that indexes with the workgroup id and a block of 256 — on a real GPU, or on
+// the emulator when its processor is one the interpreter runs.
 //
-// Usage: hello_dispatch [--n ELEMENTS] [--latency DISPATCHES] [--throughput DISPATCHES] [--code FILE]
+// Usage: hello_dispatch [--n ELEMENTS] [--latency DISPATCHES] [--throughput DISPATCHES] [--gfx | --code FILE]
+#include <aqueduct/emu/isa.hpp>  // machine code on the emulated device (--gfx, --code)
 #include <aqueduct/runtime.hpp>
 
 #include <algorithm>
@@ -60,14 +65,16 @@ int main(int argc, char** argv) {
   std::uint32_t n = 4u << 20;
   int latency_runs = 1000, throughput_runs = 20000;
   std::string code_file;
+  bool gfx = false;
   for (int i = 1; i < argc; ++i) {
     auto next = [&] { return i + 1 < argc ? argv[++i] : (std::fprintf(stderr, "missing value for %s\n", argv[i]), std::exit(2), argv[0]); };
     if (!std::strcmp(argv[i], "--n")) n = static_cast<std::uint32_t>(std::strtoul(next(), nullptr, 0));
     else if (!std::strcmp(argv[i], "--latency")) latency_runs = std::atoi(next());
     else if (!std::strcmp(argv[i], "--throughput")) throughput_runs = std::atoi(next());
     else if (!std::strcmp(argv[i], "--code")) code_file = next();
+    else if (!std::strcmp(argv[i], "--gfx")) gfx = true;
     else {
-      std::fprintf(stderr, "usage: %s [--n ELEMENTS] [--latency N] [--throughput N] [--code FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--n ELEMENTS] [--latency N] [--throughput N] [--gfx | --code FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -81,9 +88,11 @@ int main(int argc, char** argv) {
   // ---- code ---------------------------------------------------------------------------------
   aq::result<aq::executable> exe = aq::failure(aq::errc::not_found, "no code");
   std::vector<std::byte> bytes;
+  if (gfx && code_file.empty()) code_file = std::string(AQUEDUCT_HELLO_GFX_DIR) + "/hello_vadd-" + gpu.gfx_name() + ".co";
   if (!code_file.empty()) {
+    std::printf("code: %s (machine code for %s)\n", code_file.c_str(), gpu.gfx_name().c_str());
     std::ifstream in(code_file, std::ios::binary);
-    if (!in) return fail("reading --code", code_file);
+    if (!in) return fail(gfx ? "no machine code for this agent (--gfx has code objects for the processors in HELLO_GFX_TARGETS, examples/hello_dispatch/CMakeLists.txt)" : "reading --code", code_file);
     for (char ch; in.get(ch);) bytes.push_back(static_cast<std::byte>(ch));
     exe = gpu.try_load(std::span<const std::byte>(bytes));
   } else if (gpu.emulated()) {
@@ -112,7 +121,9 @@ int main(int argc, char** argv) {
     (*b)[i] = 0.25f * static_cast<float>(i % 4096);
     (*c)[i] = -1.0f;
   }
-  auto q = gpu.try_make_queue(aq::aql, {.slots = 1024});
+  // Kernarg slots large enough for the kernel's (clang's add hidden arguments: 288 bytes for vadd).
+  const std::uint32_t kernarg_bytes = std::max<std::uint32_t>(256, (vadd->info().kernarg_size + 63) / 64 * 64);
+  auto q = gpu.try_make_queue(aq::aql, {.slots = 1024, .kernarg_bytes = kernarg_bytes});
   if (!q) return fail("creating the queue", q.detail());
   std::printf("queue %u: AQL, %u slots, typed for %s%s\n", q->queue_id(), q->size(), q->target_name().c_str(),
               q->emulated() ? ", emulated packet processor attached" : "");

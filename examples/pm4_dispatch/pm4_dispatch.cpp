@@ -5,9 +5,14 @@
 // ring::pm4_queue<arch::gfx11_priv_target> and every dispatch sets COMPUTE_PGM_RSRC1.PRIV;
 // without it the first preemption would hang the queue (docs/pm4.md).
 // Verified element by element; prints timings and the preemption count.
+// --gfx runs clang-built machine code instead of the host kernel: hello_vadd.hip, built by
+// clang-19 for the machine's processor (examples/hello_dispatch/CMakeLists.txt), on the
+// emulator's ISA interpreter — its waves are then what the CWSR area saves and restores
+// (workgroup ids in SGPRs, or in TTMP7/TTMP9 on gfx12; the scratch slice).
 //
 // Usage: pm4_dispatch [--n ELEMENTS] [--preempt-us MICROSECONDS (0 = off)] [--runs DISPATCHES]
-//                     [--machine PRESET]
+//                     [--machine PRESET] [--gfx]
+#include <aqueduct/emu/isa.hpp>  // machine code on the emulated device (--gfx)
 #include <aqueduct/runtime.hpp>
 #include <aqueduct/runtime/pm4_queue.hpp>
 
@@ -16,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -56,14 +62,16 @@ int main(int argc, char** argv) {
   long preempt_us = 500;
   int runs = 100;
   std::string machine = "rx7900xtx";
+  bool gfx = false;
   for (int i = 1; i < argc; ++i) {
     auto next = [&] { return i + 1 < argc ? argv[++i] : (std::fprintf(stderr, "missing value for %s\n", argv[i]), std::exit(2), argv[0]); };
     if (!std::strcmp(argv[i], "--n")) n = static_cast<std::uint32_t>(std::strtoul(next(), nullptr, 0));
     else if (!std::strcmp(argv[i], "--preempt-us")) preempt_us = std::atol(next());
     else if (!std::strcmp(argv[i], "--runs")) runs = std::atoi(next());
     else if (!std::strcmp(argv[i], "--machine")) machine = next();
+    else if (!std::strcmp(argv[i], "--gfx")) gfx = true;
     else {
-      std::fprintf(stderr, "usage: %s [--n ELEMENTS] [--preempt-us US] [--runs N] [--machine PRESET]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--n ELEMENTS] [--preempt-us US] [--runs N] [--machine PRESET] [--gfx]\n", argv[0]);
       return 2;
     }
   }
@@ -74,9 +82,20 @@ int main(int argc, char** argv) {
   std::printf("%s\n", sys->describe().c_str());
   const aq::agent& gpu = sys->default_agent();
 
-  aq::emu::host_code_object hco;
-  hco.kernels.push_back({"vadd", vadd_host, sizeof(vadd_args), 0});
-  auto exe = aq::emu::try_load(gpu, hco);
+  aq::result<aq::executable> exe = aq::failure(aq::errc::not_found, "no code");
+  if (gfx) {
+    const std::string path = std::string(AQUEDUCT_PM4_GFX_DIR) + "/hello_vadd-" + gpu.gfx_name() + ".co";
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return fail("no machine code for this agent (--gfx: the processors in HELLO_GFX_TARGETS, examples/hello_dispatch/CMakeLists.txt)", path);
+    std::vector<std::byte> bytes;
+    for (char ch; in.get(ch);) bytes.push_back(static_cast<std::byte>(ch));
+    std::printf("code: %s (%s machine code on the ISA interpreter)\n", path.c_str(), gpu.gfx_name().c_str());
+    exe = gpu.try_load(std::span<const std::byte>(bytes));
+  } else {
+    aq::emu::host_code_object hco;
+    hco.kernels.push_back({"vadd", vadd_host, sizeof(vadd_args), 0});
+    exe = aq::emu::try_load(gpu, hco);
+  }
   if (!exe) return fail("loading code", exe.detail());
   auto vadd = exe->try_get_untyped_kernel("vadd");
   if (!vadd) return fail("kernel vadd", vadd.detail());
@@ -94,7 +113,9 @@ int main(int argc, char** argv) {
   auto engines = sys->emulator()->get_engine_options();
   engines.pm4.preemption.interval = std::chrono::microseconds(preempt_us);
   sys->emulator()->set_engine_options(engines);
-  auto q = gpu.try_make_queue(aq::pm4);
+  aq::pm4_queue_options po;
+  po.kernarg_bytes = std::max<std::uint32_t>(po.kernarg_bytes, (vadd->kernarg_size + 63) / 64 * 64);  // clang adds hidden arguments
+  auto q = gpu.try_make_queue(aq::pm4, po);
   if (!q) return fail("creating the PM4 queue", q.detail());
   const auto& cw = q->resources().cwsr_sizes();
   std::printf("queue %u: PM4 (KFD queue_type 0), typed for %s, COMPUTE_PGM_RSRC1.PRIV %s; CWSR area: ctl_stack %u, "

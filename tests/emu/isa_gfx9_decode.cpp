@@ -5,8 +5,11 @@
 //     complete list of valid opcodes: each is either implemented or reported unsupported);
 //  2. for every row, instructions with random operand fields and modifiers print exactly as
 //     llvm-mc-19 disassembles them (registers, widths, constants, literals, offsets, cache bits,
-//     SDWA selects, VOP3 modifiers).
+//     SDWA selects, VOP3 modifiers);
+//  3. docs/isa-coverage.md's gfx90a/gfx942 sections (implemented and unsupported opcodes per
+//     encoding) are what the decoder's table and operation map say.
 // Probes are batched: a few LLVM runs per encoding and target.
+#include <aqueduct/emu/isa/gfx9.hpp>
 #include <aqueduct/emu/isa/gfx9_disasm.hpp>
 
 #include <doctest/doctest.h>
@@ -27,6 +30,9 @@
 
 #ifndef AQUEDUCT_TEST_LLVM_MC
 #define AQUEDUCT_TEST_LLVM_MC "llvm-mc-19"
+#endif
+#ifndef AQUEDUCT_TEST_COVERAGE_DOC
+#define AQUEDUCT_TEST_COVERAGE_DOC "docs/isa-coverage.md"
 #endif
 #ifndef AQUEDUCT_TEST_LLVM_OBJDUMP
 #define AQUEDUCT_TEST_LLVM_OBJDUMP "llvm-objdump-19"
@@ -328,7 +334,7 @@ words mutate(const row& r, const g9::insn& d, std::mt19937& rng, g9::target tg) 
     if (has('K') || has('J')) set(w[0], 0, 16, rng());
     if (literal) w.push_back(rng());
   } else if (e == "SOPP") {
-    if (has('J')) set(w[0], 0, 16, rng());
+    if (has('J') || has('W')) set(w[0], 0, 16, rng());
   } else if (e == "SMEM") {
     set(w[0], 6, 7, (rng() % 24) * 4);
     set(w[0], 0, 6, rng() % 48);
@@ -423,19 +429,27 @@ TEST_CASE("gfx9 decoder: operands and modifiers print as llvm-mc-19 disassembles
     std::mt19937 rng(1234);
     std::vector<words> batch;
     std::vector<const row*> of;
+    std::map<const row*, int> seen;
+    std::vector<const row*> implemented;
     for (const row& r : rows) {
       const g9::insn d = g9::decode(r.base.data(), static_cast<unsigned>(r.base.size()), tc.tg);
+      if (d.valid() && aqueduct::emu::isa::gfx9_detail::map_row(d.entry).o != aqueduct::emu::isa::op::none)
+        implemented.push_back(&r);
       if (!d.valid() || !template_is_operands_only(g9::detail::operand_template(d).c_str())) continue;
       if (r.mnemonic == "ds_swizzle_b32") continue;  // LLVM prints its offset as a swizzle(...) pattern (not executed)
+      batch.push_back(r.base), of.push_back(&r);  // the probe itself (LLVM accepts it), then random fields
       for (int k = 0; k < 8; ++k) batch.push_back(mutate(r, d, rng, tc.tg)), of.push_back(&r);
     }
     const auto res = llvm_mc(tc.mcpu, batch);
     int compared = 0, bad = 0;
     for (std::size_t i = 0; i < batch.size(); ++i) {
       if (!res[i] || res[i]->find("/*") != std::string::npos) continue;  // LLVM rejects this combination
-      const g9::insn d = g9::decode(batch[i].data(), static_cast<unsigned>(batch[i].size()), tc.tg);
+      words padded = batch[i];  // what LLVM saw: the probe and the s_nop padding after it
+      padded.insert(padded.end(), 3, 0xBF800000u);
+      const g9::insn d = g9::decode(padded.data(), static_cast<unsigned>(padded.size()), tc.tg);
       const std::string ours = g9::disassemble(d, tc.tg);
       ++compared;
+      ++seen[of[i]];
       if (ours != *res[i] && ++bad <= 400) {
         std::string hex;
         for (auto x : batch[i]) { char b[12]; std::snprintf(b, sizeof b, "%08x ", x); hex += b; }
@@ -445,5 +459,83 @@ TEST_CASE("gfx9 decoder: operands and modifiers print as llvm-mc-19 disassembles
     MESSAGE(mcpu << ": " << compared << " random instructions compared");
     CHECK(compared > 5000);
     CHECK(bad == 0);
+    // Every implemented opcode (one the interpreter executes) was compared in full.
+    for (const row* r : implemented)
+      if (seen[r] == 0) FAIL_CHECK("implemented " << r->mnemonic << " (" << r->enc << " " << r->op << ") was never compared with LLVM");
+    MESSAGE(mcpu << ": " << implemented.size() << " implemented opcodes, each compared with LLVM");
   }
+}
+
+// ---------------------------------------------------------------------------- coverage report
+// docs/isa-coverage.md's gfx90a and gfx942 sections: per encoding, how many of LLVM's opcodes
+// map onto an operation the interpreter executes, and the names of the others (they fault
+// naming themselves). AQUEDUCT_WRITE_COVERAGE=1 rewrites the sections.
+namespace {
+
+template <std::size_t N>
+void coverage_row(std::string& out, const char* enc, const g9::op_entry (&t)[N], g9::target tg, unsigned min_op = 0,
+                  unsigned max_op = 0xFFFF) {
+  unsigned impl = 0;
+  std::vector<std::string> missing;
+  for (const g9::op_entry& e : t) {
+    if (!(e.targets & static_cast<std::uint8_t>(tg)) || e.op < min_op || e.op > max_op) continue;
+    std::string name = e.name;
+    if (name.ends_with("_e32")) name.resize(name.size() - 4);
+    if (aqueduct::emu::isa::gfx9_detail::map_row(&e).o != aqueduct::emu::isa::op::none) ++impl;
+    else missing.push_back(name);
+  }
+  out += "| " + std::string(enc) + " | " + std::to_string(impl) + " | " + std::to_string(missing.size()) + " | ";
+  for (std::size_t i = 0; i < missing.size(); ++i) out += (i ? ", " : "") + missing[i];
+  out += " |\n";
+}
+
+std::string coverage_section(const char* name, g9::target tg) {
+  std::string s = "<!-- " + std::string(name) + " -->\n## " + name + "\n\n";
+  s += "From emu/isa/gfx9_opcodes.hpp and the operation map of emu/isa/gfx9.hpp (tests/emu/isa_gfx9_decode.cpp). "
+       "VOP3 counts the VOP3-only opcodes; the VOP3 and SDWA forms of VOP1/VOP2/VOPC opcodes follow their 32-bit "
+       "entries; every DPP form is unsupported; MTBUF, MIMG and EXP are not decoded (illegal).\n\n";
+  s += "| encoding | implemented | not implemented | not implemented (names) |\n|---|---|---|---|\n";
+  coverage_row(s, "SOP1", g9::sop1_ops, tg);
+  coverage_row(s, "SOP2", g9::sop2_ops, tg);
+  coverage_row(s, "SOPK", g9::sopk_ops, tg);
+  coverage_row(s, "SOPC", g9::sopc_ops, tg);
+  coverage_row(s, "SOPP", g9::sopp_ops, tg);
+  coverage_row(s, "SMEM", g9::smem_ops, tg);
+  coverage_row(s, "VOP1", g9::vop1_ops, tg);
+  coverage_row(s, "VOP2", g9::vop2_ops, tg);
+  coverage_row(s, "VOPC", g9::vopc_ops, tg);
+  coverage_row(s, "VOP3", g9::vop3_ops, tg, 0, 0x37F);
+  coverage_row(s, "VOP3P", g9::vop3p_ops, tg);
+  coverage_row(s, "DS", g9::ds_ops, tg);
+  coverage_row(s, "FLAT", g9::flat_ops, tg);
+  coverage_row(s, "GLOBAL", g9::global_ops, tg);
+  coverage_row(s, "SCRATCH", g9::scratch_ops, tg);
+  coverage_row(s, "MUBUF", g9::mubuf_ops, tg);
+  s += "<!-- /" + std::string(name) + " -->\n";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("docs/isa-coverage.md lists the gfx90a and gfx942 opcodes that are implemented and those that are not") {
+  const std::string path = AQUEDUCT_TEST_COVERAGE_DOC;
+  std::string doc = slurp(path);
+  REQUIRE_MESSAGE(!doc.empty(), path);
+  const bool write = std::getenv("AQUEDUCT_WRITE_COVERAGE") != nullptr;
+  for (const auto& [name, tg] : {std::pair{"gfx90a", g9::target::gfx90a}, std::pair{"gfx942", g9::target::gfx942}}) {
+    CAPTURE(name);
+    const std::string want = coverage_section(name, tg);
+    const std::string open = "<!-- " + std::string(name) + " -->", close = "<!-- /" + std::string(name) + " -->\n";
+    const auto a = doc.find(open), b = doc.find(close);
+    if (write) {
+      if (a != std::string::npos && b != std::string::npos) doc.replace(a, b + close.size() - a, want);
+      else doc += "\n" + want;
+      continue;
+    }
+    REQUIRE_MESSAGE(a != std::string::npos, "no " << open << " section in " << path << " (run with AQUEDUCT_WRITE_COVERAGE=1)");
+    REQUIRE(b != std::string::npos);
+    CHECK_MESSAGE(doc.substr(a, b + close.size() - a) == want,
+                  path << " is stale for " << name << " (run this test with AQUEDUCT_WRITE_COVERAGE=1); expected:\n" << want);
+  }
+  if (write) std::ofstream(path) << doc;
 }

@@ -1,8 +1,9 @@
-// runtime: a real gfx942 code object (clang-19, built at build time) loads through code/ into
-// emulated code memory like any code object, and is refused at the dispatch gate with a clear
-// error: the emulator runs host kernels, not gfx ISA. If the gate is bypassed (a kernel made by
-// hand from the loaded descriptor), the emulated processor stops the queue with a decoded error
-// instead of running anything.
+// runtime: a real gfx1030 code object (clang-19, built at build time) loads through code/ into
+// the emulated RX 6900 XT's code memory like any code object, and is refused at the dispatch
+// gate with a clear error: the emulator runs host kernels and the machine code of the processors
+// its ISA interpreter runs (gfx11, gfx12, gfx90a, gfx942; tests/runtime/isa_kernels.cpp), not
+// gfx10.3. If the gate is bypassed (a kernel made by hand from the loaded descriptor), the
+// emulated processor stops the queue with a decoded error instead of running anything.
 #include <aqueduct/runtime.hpp>
 
 #include <doctest/doctest.h>
@@ -25,13 +26,13 @@ TEST_CASE("gfx code object on the emulator: loaded, refused at the gate, and the
   for (char ch; in.get(ch);) bytes.push_back(static_cast<std::byte>(ch));
   REQUIRE(bytes.size() > 64);
 
-  auto sys = rt::system::open({.machine = "mi300x"});
+  auto sys = rt::system::open({.machine = "rx6900xt"});
   const auto& gpu = sys.default_agent();
   auto exe = gpu.try_load(std::span<const std::byte>(bytes));
   INFO(std::string(exe.detail()));
   REQUIRE(exe.has_value());
   REQUIRE(exe->kernels().size() == 1);
-  CHECK(exe->kernels()[0].processor.find("gfx942") != std::string::npos);
+  CHECK(exe->kernels()[0].processor.find("gfx1030") != std::string::npos);
   // The typed lookup checks the declared parameters against clang's metadata first: the
   // kernel's own signature passes that check (and then meets the gate), a swapped or resized
   // one is refused naming the argument.
@@ -51,7 +52,7 @@ TEST_CASE("gfx code object on the emulator: loaded, refused at the gate, and the
   auto k = exe->try_get_kernel<const float*, const float*, float*, std::uint32_t>("vadd");
   REQUIRE_FALSE(k.has_value());
   CHECK(k.error() == aq::errc::not_supported);
-  CHECK(std::string(k.detail()).find("gfx942") != std::string::npos);
+  CHECK(std::string(k.detail()).find("gfx1030") != std::string::npos);
   CHECK(std::string(k.detail()).find("emulated device") != std::string::npos);
 
   // Bypass the gate: the processor finds no emulated code at the descriptor's entry.

@@ -1,9 +1,16 @@
-// runtime: clang-19-built gfx1100 machine code runs on the emulated RX 7900 XTX through the ISA
-// interpreter (emu/isa/), dispatched exactly as a user dispatches it: load the code object, get
-// the kernel, dispatch with explicit arguments (the runtime fills the hidden ones the metadata
-// lists). Every result is compared with a host computation. Each kernel runs for the corpus
-// built at -O2 and -O3, wave32 and wave64 (tests/runtime/CMakeLists.txt); faults name the
-// address, the trap and the PC.
+// runtime: clang-19-built machine code runs on the emulated RX 7900 XTX (gfx1100), RX 9070 XT
+// (gfx1201), MI300X (gfx942) and MI250X (gfx90a) through the ISA interpreter (emu/isa/),
+// dispatched exactly as a user dispatches it: load the code object, get the kernel, dispatch
+// with explicit arguments (the runtime fills the hidden ones the metadata lists). Every result is
+// compared with a host computation, and every build's outputs with every other's, bit for bit
+// (-O2 vs -O3, wave32 vs wave64, one generation vs another, AQL vs PM4). The corpus is built at
+// -O2 and -O3, wave32 and wave64 for gfx1100/gfx1201, wave64 for gfx942/gfx90a
+// (tests/runtime/CMakeLists.txt); faults name the address, the trap, the unsupported
+// instruction and the PC. The corpus covers: vector add, saxpy, grid-stride loop, LDS tree
+// reduction with barriers, global atomics, integer hash/bit ops, divergent loop, f32 math with
+// division/sqrt/fma, 64-bit pointer arithmetic, a tiled LDS matmul on a 2-D grid, fp64, half
+// precision (scalar and packed), and a private array in scratch.
+#include <aqueduct/emu/isa.hpp>  // installs the ISA interpreter (machine code on the emulator)
 #include <aqueduct/runtime.hpp>
 
 #include <doctest/doctest.h>
@@ -14,6 +21,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,13 +39,33 @@ std::vector<std::byte> read_file(const std::string& path) {
   return bytes;
 }
 
-const char* const variants[] = {"O2-w32", "O2-w64", "O3-w32", "O3-w64"};
+// The targets, their emulated machines and the corpus builds (tests/runtime/CMakeLists.txt):
+// gfx1100 and gfx1201 at -O2/-O3, wave32/wave64; gfx942 and gfx90a (wave64 only) at -O2/-O3.
+struct target_case {
+  const char* machine;
+  const char* processor;
+  std::vector<const char*> variants;
+};
+const target_case gfx1100{"rx7900xtx", "gfx1100", {"O2-w32", "O2-w64", "O3-w32", "O3-w64"}};
+const target_case gfx1201{"rx9070xt", "gfx1201", {"O2-w32", "O2-w64", "O3-w32", "O3-w64"}};
+const target_case gfx942{"mi300x", "gfx942", {"O2", "O3"}};
+const target_case gfx90a{"mi250x", "gfx90a", {"O2", "O3"}};
 
-std::string corpus_path(const char* variant) {
+std::string corpus_path(const char* processor, const char* variant) {
   const char* dir = std::getenv("AQUEDUCT_ISA_CORPUS_DIR");
   REQUIRE(dir != nullptr);
-  return std::string(dir) + "/isa-corpus-gfx1100-" + variant + ".co";
+  return std::string(dir) + "/isa-corpus-" + processor + "-" + variant + ".co";
 }
+
+// FNV-1a of a kernel's output bytes: what the differential compares across builds and targets.
+template <class T>
+std::uint64_t digest(const T* p, std::size_t n) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto* b = reinterpret_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n * sizeof(T); ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+using digests = std::map<std::string, std::uint64_t>;
 
 std::uint32_t hash_ref(std::uint32_t x) {
   for (int r = 0; r < 4; ++r) {
@@ -45,26 +74,36 @@ std::uint32_t hash_ref(std::uint32_t x) {
   return x + static_cast<std::uint32_t>(std::popcount(x)) + static_cast<std::uint32_t>(std::countl_zero(x | 1));
 }
 
-}  // namespace
-
-TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-O2/-O3, wave32/wave64)") {
-  auto sys = rt::system::open({.machine = "rx7900xtx"});
-  const auto& gpu = sys.default_agent();
-  for (const char* v : variants) {
-    CAPTURE(v);
-    const auto bytes = read_file(corpus_path(v));
+// Every corpus kernel of one build, through an AQL (or PM4) queue, against host references;
+// returns the digests of the outputs.
+digests run_corpus(const rt::agent& gpu, const std::string& path, bool pm4 = false) {
+  digests out_digest;
+  {
+    const auto bytes = read_file(path);
     auto exe = gpu.try_load(std::span<const std::byte>(bytes));
     INFO(std::string(exe.detail()));
     REQUIRE(exe.has_value());
-    auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
+    rt::pm4_queue_options po;
+    po.kernarg_bytes = 512;  // clang's kernarg segment with the hidden arguments is up to 288 bytes
+    std::optional<rt::queue> aql;
+    std::optional<rt::pm4_queue> pq;
+    if (pm4) pq.emplace(gpu.make_queue(rt::pm4, po));
+    else aql.emplace(gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512}));
+    // Submits and waits (both queue kinds submit the same way; one result type serves both).
+    auto dispatch_wait = [&](const rt::untyped_kernel& k, auto g, auto b, const auto&... args) -> aq::result<void> {
+      if (aql) {
+        auto t = aql->try_dispatch(k, g, b, args...);
+        return t ? aql->try_wait(*t, std::chrono::seconds(60)) : aq::result<void>(t.get_failure());
+      }
+      auto t = pq->try_dispatch(k, g, b, args...);
+      return t ? pq->try_wait(*t, std::chrono::seconds(60)) : aq::result<void>(t.get_failure());
+    };
     auto run = [&](const char* name, auto g, auto b, const auto&... args) {
-      CAPTURE(name);
+      INFO("kernel " << std::string(name));
       auto k = exe->try_get_untyped_kernel(name);
       INFO(std::string(k.detail()));
       REQUIRE(k.has_value());
-      auto idx = q.try_dispatch(*k, g, b, args...);
-      REQUIRE(idx.has_value());
-      auto w = q.try_wait(*idx, std::chrono::seconds(60));
+      auto w = dispatch_wait(*k, g, b, args...);
       INFO(std::string(w.detail()));
       REQUIRE(w.has_value());
     };
@@ -76,10 +115,12 @@ TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-
       int bad = 0;
       for (std::uint32_t i = 0; i < n; ++i) bad += c[i] != a[i] + b[i];
       CHECK(bad == 0);
+      out_digest["vadd"] = digest(c.data(), n);
       run("saxpy", rt::grid{n}, rt::block{64}, 1.5f, a, c, n);
       bad = 0;
       for (std::uint32_t i = 0; i < n; ++i) bad += c[i] != std::fma(1.5f, a[i], a[i] + b[i]);
       CHECK(bad == 0);
+      out_digest["saxpy"] = digest(c.data(), n);
     }
     {
       auto a = gpu.alloc<std::int32_t>(n, rt::memory_kind::host), b = gpu.alloc<std::int32_t>(n, rt::memory_kind::host);
@@ -88,6 +129,7 @@ TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-
       int bad = 0;
       for (std::uint32_t i = 0; i < n; ++i) bad += b[i] != a[i] * 3 + (a[i] >> 2);
       CHECK(bad == 0);
+      out_digest["gridstride"] = digest(b.data(), n);
     }
     {
       auto in = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(8, rt::memory_kind::host), sum = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
@@ -100,10 +142,12 @@ TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-
         for (std::uint32_t i = g * 256; i < g * 256 + 256 && i < n; ++i) ref += in[i];
         CHECK(out[g] == ref);
       }
+      out_digest["reduce"] = digest(out.data(), 4);
       run("atomics", rt::grid{n}, rt::block{256}, in, sum, n);
       std::uint32_t ref = 0;
       for (std::uint32_t i = 0; i < n; ++i) ref += in[i];
       CHECK(sum[0] == ref);
+      out_digest["atomics"] = sum[0];
     }
     {
       auto in = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
@@ -112,6 +156,7 @@ TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-
       int bad = 0;
       for (std::uint32_t i = 0; i < n; ++i) bad += out[i] != hash_ref(in[i]);
       CHECK(bad == 0);
+      out_digest["hash"] = digest(out.data(), n);
       for (std::uint32_t i = 0; i < n; ++i) in[i] = i + 1;
       run("divergent", rt::grid{n}, rt::block{64}, in, out, n);
       bad = 0;
@@ -121,6 +166,7 @@ TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-
         bad += out[i] != steps;
       }
       CHECK(bad == 0);
+      out_digest["divergent"] = digest(out.data(), n);
     }
     {
       auto a = gpu.alloc<float>(n, rt::memory_kind::host), out = gpu.alloc<float>(n, rt::memory_kind::host);
@@ -135,6 +181,7 @@ TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-
         bad += std::bit_cast<std::uint32_t>(out[i]) != std::bit_cast<std::uint32_t>(ref);
       }
       CHECK(bad == 0);
+      out_digest["fmath"] = digest(out.data(), n);
     }
     {
       auto a = gpu.alloc<long long>(n, rt::memory_kind::host), out = gpu.alloc<long long>(n, rt::memory_kind::host);
@@ -143,53 +190,261 @@ TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-
       int bad = 0;
       for (std::uint32_t i = 0; i < n; ++i) bad += out[i] != a[n - 1 - i] * -3ll + static_cast<long long>(i);
       CHECK(bad == 0);
+      out_digest["ptr64"] = digest(out.data(), n);
+    }
+    {
+      const std::uint32_t m = 50;  // not a multiple of the 16x16 tile: partial tiles on both edges
+      auto A = gpu.alloc<float>(m * m, rt::memory_kind::host), B = gpu.alloc<float>(m * m, rt::memory_kind::host),
+           C = gpu.alloc<float>(m * m, rt::memory_kind::host);
+      for (std::uint32_t i = 0; i < m * m; ++i) A[i] = float(i % 17) * 0.5f - 3.0f, B[i] = float(i % 13) * 0.25f + 1.0f, C[i] = -1.0f;
+      run("matmul", rt::grid{64, 64}, rt::block{16, 16}, A, B, C, m);  // 16 workgroups of 256, 2 barriers per tile
+      int bad = 0;
+      for (std::uint32_t r = 0; r < m; ++r)
+        for (std::uint32_t c = 0; c < m; ++c) {
+          float acc = 0.0f;  // the kernel's order: tile by tile, fma by fma (padding adds fma(0, 0, acc) = acc)
+          for (std::uint32_t k = 0; k < m; ++k) acc = std::fma(A[r * m + k], B[k * m + c], acc);
+          bad += std::bit_cast<std::uint32_t>(C[r * m + c]) != std::bit_cast<std::uint32_t>(acc);
+        }
+      CHECK(bad == 0);
+      out_digest["matmul"] = digest(C.data(), m * m);
+    }
+    {
+      auto a = gpu.alloc<double>(n, rt::memory_kind::host), out = gpu.alloc<double>(n, rt::memory_kind::host);
+      for (std::uint32_t i = 0; i < n; ++i) a[i] = (double(i) - 400.0) * 1.37 + 1e-3 * i;
+      run("dmath", rt::grid{n}, rt::block{64}, a, out, n);
+      int bad = 0;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const double x = a[i];
+        // Correctly rounded sqrt and division, as clang's f64 lowering on AMDGPU computes them;
+        // x * x + 1.0 is contracted into one fma (HIP's default -ffp-contract=fast-honor-pragmas).
+        const double ref = std::sqrt(std::fma(x, x, 1.0)) / (x + 3.0) + std::fma(x, 0.5, -1.0) + double(static_cast<long long>(x * 7.0));
+        bad += std::bit_cast<std::uint64_t>(out[i]) != std::bit_cast<std::uint64_t>(ref);
+      }
+      CHECK(bad == 0);
+      out_digest["dmath"] = digest(out.data(), n);
+    }
+    {
+      auto a = gpu.alloc<_Float16>(n, rt::memory_kind::host), b = gpu.alloc<_Float16>(n, rt::memory_kind::host),
+           out = gpu.alloc<_Float16>(n, rt::memory_kind::host);
+      auto fout = gpu.alloc<float>(n, rt::memory_kind::host);
+      for (std::uint32_t i = 0; i < n; ++i) a[i] = _Float16((float(i) - 500.0f) * 0.0625f), b[i] = _Float16(float(i % 37) * 0.375f - 4.0f);
+      run("half", rt::grid{n}, rt::block{64}, a, b, out, fout, n);
+      int bad = 0, fbad = 0;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const _Float16 x = a[i], y = b[i];
+        // Fused in half precision: round(x*y + 1.5) once, then round(r - y/4) (y/4 is exact).
+        _Float16 r = _Float16(std::fma(double(x), double(y), 1.5));
+        r = r > x ? r : x;
+        r = _Float16(double(r) - double(y) / 4.0);
+        bad += std::bit_cast<std::uint16_t>(out[i]) != std::bit_cast<std::uint16_t>(r);
+        fbad += std::bit_cast<std::uint32_t>(fout[i]) != std::bit_cast<std::uint32_t>(std::fma(float(y), float(r), float(x)));
+      }
+      CHECK(bad == 0);
+      CHECK(fbad == 0);
+      out_digest["half"] = digest(out.data(), n) ^ digest(fout.data(), n);
+      auto a2 = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), b2 = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host),
+           o2 = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+      auto pack = [](_Float16 lo, _Float16 hi) {
+        return std::uint32_t(std::bit_cast<std::uint16_t>(lo)) | (std::uint32_t(std::bit_cast<std::uint16_t>(hi)) << 16);
+      };
+      for (std::uint32_t i = 0; i < n; ++i)
+        a2[i] = pack(_Float16(float(i) * 0.01f - 3.0f), _Float16(7.0f - float(i % 91) * 0.125f)),
+        b2[i] = pack(_Float16(float(i % 29) * 0.5f), _Float16(float(i % 5) - 2.5f));
+      run("half2k", rt::grid{n}, rt::block{64}, a2, b2, o2, n);
+      bad = 0;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        std::uint32_t ref = 0;
+        for (int h = 0; h < 2; ++h) {
+          const _Float16 x = std::bit_cast<_Float16>(std::uint16_t(a2[i] >> (16 * h))), y = std::bit_cast<_Float16>(std::uint16_t(b2[i] >> (16 * h)));
+          const _Float16 r = _Float16(std::fma(double(x), double(y), double(x)));  // x*y + x fused
+          ref |= std::uint32_t(std::bit_cast<std::uint16_t>(_Float16(double(r) - double(y)))) << (16 * h);
+        }
+        bad += o2[i] != ref;
+      }
+      CHECK(bad == 0);
+      out_digest["half2k"] = digest(o2.data(), n);
+    }
+    {
+      auto in = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+      for (std::uint32_t i = 0; i < n; ++i) in[i] = i * 2654435761u + 17, out[i] = 0;
+      run("privarr", rt::grid{n}, rt::block{64}, in, out, n);  // 272 bytes of scratch per work-item
+      int bad = 0;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        std::uint32_t buf[64], s = 0;
+        for (std::uint32_t k = 0; k < 64; ++k) buf[k] = in[i] * k + (k ^ i);
+        for (std::uint32_t k = 0; k < 64; ++k) s += buf[(k * 7 + i) & 63];
+        bad += out[i] != s;
+      }
+      CHECK(bad == 0);
+      out_digest["privarr"] = digest(out.data(), n);
+      for (std::uint32_t i = 0; i < n; ++i) in[i] = i + 1, out[i] = 0;
+      run("spill", rt::grid{n}, rt::block{64}, in, out, n);  // gfx90a: buffer_* through the scratch V#
+      bad = 0;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        std::uint32_t priv[64], acc = 0;
+        for (std::uint32_t k = 0; k < 64; ++k) priv[k] = in[i] * k + (k ^ i);
+        for (std::uint32_t k = 0; k < 64; ++k) acc += priv[(k * 7 + (in[i] >> (k & 15))) & 63];
+        bad += out[i] != acc;
+      }
+      CHECK(bad == 0);
+      out_digest["spill"] = digest(out.data(), n);
+    }
+    {
+      // Uniform integer division and float math (gfx12: on the scalar unit, SALU float).
+      auto in = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+      auto fout = gpu.alloc<float>(n, rt::memory_kind::host);
+      for (std::uint32_t i = 0; i < n; ++i) in[i] = i * 2654435761u, out[i] = 0, fout[i] = 0;
+      const std::uint32_t dv = 7;
+      const float s = 2.75f, t = -1.25f;
+      run("uniform", rt::grid{n}, rt::block{64}, in, out, fout, n, dv, s, t);
+      const float u = std::fma(s, t, 1.5f);
+      const float v = std::fmin(s, t) - std::fmax(u, 2.0f);
+      const float q = std::floor(s) + std::ceil(t) + std::trunc(u) + std::nearbyint(v);
+      int bad = 0;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint32_t want = in[i] / dv + in[i] % (dv + 3) + static_cast<std::uint32_t>(static_cast<int>(s * t));
+        const float fwant = std::fma(static_cast<float>(in[i]), s > t ? u : v, q) + static_cast<float>(static_cast<int>(t)) +
+                            static_cast<float>(static_cast<unsigned>(s));
+        bad += out[i] != want || std::bit_cast<std::uint32_t>(fout[i]) != std::bit_cast<std::uint32_t>(fwant);
+      }
+      CHECK(bad == 0);
+      out_digest["uniform"] = digest(out.data(), n) ^ digest(fout.data(), n);
+    }
+  }
+  return out_digest;
+}
+
+// The corpus on one target: every build equals the host references, and all builds give the
+// same bits (the differential: -O2 vs -O3, wave32 vs wave64 where the target has both).
+digests corpus_on(const target_case& t) {
+  auto sys = rt::system::open({.machine = t.machine});
+  const auto& gpu = sys.default_agent();
+  digests first;
+  for (const char* v : t.variants) {
+    INFO("build " << std::string(v));
+    const digests d = run_corpus(gpu, corpus_path(t.processor, v));
+    if (first.empty()) first = d;
+    for (const auto& [name, h] : d) {
+      CAPTURE(name);
+      CHECK(h == first[name]);
+    }
+  }
+  return first;
+}
+
+const digests& gfx1100_digests() {
+  static const digests d = corpus_on(gfx1100);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-O2/-O3, wave32/wave64)") {
+  CHECK(!gfx1100_digests().empty());
+}
+
+TEST_CASE("gfx1201, gfx942 and gfx90a corpus kernels (emulated RX 9070 XT, MI300X, MI250X) equal the host reference and gfx1100's results") {
+  const digests& rdna = gfx1100_digests();
+  for (const target_case* t : {&gfx1201, &gfx942, &gfx90a}) {
+    INFO("target " << std::string(t->processor));
+    const digests cdna = corpus_on(*t);
+    CHECK(cdna.size() == rdna.size());
+    for (const auto& [name, h] : cdna) {
+      CAPTURE(name);
+      CHECK(h == rdna.at(name));  // the differential across generations
     }
   }
 }
 
-TEST_CASE("gfx1100 machine code faults: the exact bad address, and __builtin_trap with its PC") {
-  auto sys = rt::system::open({.machine = "rx7900xtx"});
-  const auto& gpu = sys.default_agent();
-  const auto bytes = read_file(corpus_path("O2-w32"));
-  auto exe = gpu.load(std::span<const std::byte>(bytes));
-  {
-    auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
-    auto a = gpu.alloc<float>(64, rt::memory_kind::host), c = gpu.alloc<float>(64, rt::memory_kind::host);
-    // b points 1 MiB past a's end, far from any mapping: element 0's load faults there.
-    const std::uint64_t bad_b = reinterpret_cast<std::uintptr_t>(a.data()) + (1ull << 40);
-    auto idx = q.try_dispatch(exe.get_untyped_kernel("vadd"), rt::grid{64}, rt::block{64}, a, bad_b, c, 64u);
-    REQUIRE(idx.has_value());
-    auto w = q.try_wait(*idx, std::chrono::seconds(10));
-    REQUIRE_FALSE(w.has_value());
-    const std::string d(w.detail());
-    INFO(d);
-    char want[40];
-    std::snprintf(want, sizeof want, "0x%llx", static_cast<unsigned long long>(bad_b));
-    CHECK(d.find(want) != std::string::npos);
-    CHECK(d.find("memory violation") != std::string::npos);
-    CHECK(d.find(" at pc 0x") != std::string::npos);
-  }
-  {
-    auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
-    auto out = gpu.alloc<std::uint32_t>(64, rt::memory_kind::host);
-    auto idx = q.try_dispatch(exe.get_untyped_kernel("trap"), rt::grid{64}, rt::block{64}, out);
-    REQUIRE(idx.has_value());
-    auto w = q.try_wait(*idx, std::chrono::seconds(10));
-    REQUIRE_FALSE(w.has_value());
-    const std::string d(w.detail());
-    INFO(d);
-    CHECK(d.find("shader exception") != std::string::npos);
-    CHECK(d.find("s_trap") != std::string::npos);
-    CHECK(d.find("at pc 0x") != std::string::npos);
+TEST_CASE("gfx1100, gfx1201 and gfx942 machine code faults: the exact bad address, __builtin_trap with its PC, an unsupported instruction by name") {
+  for (const auto& [t, v] : {std::pair{&gfx1100, "O2-w32"}, std::pair{&gfx1201, "O2-w32"}, std::pair{&gfx942, "O2"}}) {
+    INFO("target " << std::string(t->processor));
+    auto sys = rt::system::open({.machine = t->machine});
+    const auto& gpu = sys.default_agent();
+    const auto bytes = read_file(corpus_path(t->processor, v));
+    auto exe = gpu.load(std::span<const std::byte>(bytes));
+    {
+      auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
+      auto a = gpu.alloc<float>(64, rt::memory_kind::host), c = gpu.alloc<float>(64, rt::memory_kind::host);
+      // b points 1 TiB past a, far from any mapping: element 0's load faults there.
+      const std::uint64_t bad_b = reinterpret_cast<std::uintptr_t>(a.data()) + (1ull << 40);
+      auto idx = q.try_dispatch(exe.get_untyped_kernel("vadd"), rt::grid{64}, rt::block{64}, a, bad_b, c, 64u);
+      REQUIRE(idx.has_value());
+      auto w = q.try_wait(*idx, std::chrono::seconds(10));
+      REQUIRE_FALSE(w.has_value());
+      const std::string d(w.detail());
+      INFO(d);
+      char want[40];
+      std::snprintf(want, sizeof want, "0x%llx", static_cast<unsigned long long>(bad_b));
+      CHECK(d.find(want) != std::string::npos);
+      CHECK(d.find("memory violation") != std::string::npos);
+      CHECK(d.find(" at pc 0x") != std::string::npos);
+    }
+    {
+      auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
+      auto out = gpu.alloc<std::uint32_t>(64, rt::memory_kind::host);
+      auto idx = q.try_dispatch(exe.get_untyped_kernel("trap"), rt::grid{64}, rt::block{64}, out);
+      REQUIRE(idx.has_value());
+      auto w = q.try_wait(*idx, std::chrono::seconds(10));
+      REQUIRE_FALSE(w.has_value());
+      const std::string d(w.detail());
+      INFO(d);
+      CHECK(d.find("shader exception") != std::string::npos);
+      CHECK(d.find("s_trap") != std::string::npos);
+      CHECK(d.find("at pc 0x") != std::string::npos);
+    }
+    {
+      // A graphics instruction (v_cubeid_f32, inline asm) the interpreter does not implement.
+      auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
+      auto out = gpu.alloc<float>(64, rt::memory_kind::host);
+      auto idx = q.try_dispatch(exe.get_untyped_kernel("unsupported"), rt::grid{64}, rt::block{64}, out);
+      REQUIRE(idx.has_value());
+      auto w = q.try_wait(*idx, std::chrono::seconds(10));
+      REQUIRE_FALSE(w.has_value());
+      const std::string d(w.detail());
+      INFO(d);
+      CHECK(d.find("shader exception") != std::string::npos);
+      CHECK(d.find("unsupported instruction: v_cubeid_f32 (VOP3 opcode") != std::string::npos);
+      CHECK(d.find("at pc 0x") != std::string::npos);
+    }
+    if (t == &gfx942) {
+      // A matrix-core instruction (MFMA) the interpreter does not model: the queue error names it.
+      auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
+      auto io = gpu.alloc<float>(256, rt::memory_kind::host);
+      auto idx = q.try_dispatch(exe.get_untyped_kernel("mfma"), rt::grid{64}, rt::block{64}, io);
+      REQUIRE(idx.has_value());
+      auto w = q.try_wait(*idx, std::chrono::seconds(10));
+      REQUIRE_FALSE(w.has_value());
+      const std::string d(w.detail());
+      INFO(d);
+      CHECK(d.find("shader exception") != std::string::npos);
+      CHECK(d.find("unsupported instruction: v_mfma_f32_4x4x1_16b_f32") != std::string::npos);
+      CHECK(d.find("at pc 0x") != std::string::npos);
+    }
   }
 }
 
-TEST_CASE("gfx1100 machine code through a PM4 queue: the typed API, hidden arguments from the runtime") {
-  auto sys = rt::system::open({.machine = "rx7900xtx"});
-  const auto& gpu = sys.default_agent();
-  for (const char* v : variants) {
-    CAPTURE(v);
-    const auto bytes = read_file(corpus_path(v));
+TEST_CASE("gfx1100, gfx1201, gfx942 and gfx90a corpus through a PM4 queue (scratch from the queue's registers) equals the AQL results") {
+  for (const target_case* t : {&gfx1100, &gfx1201, &gfx942, &gfx90a}) {
+    INFO("target " << std::string(t->processor));
+    auto sys = rt::system::open({.machine = t->machine});
+    const digests d = run_corpus(sys.default_agent(), corpus_path(t->processor, t->variants[0]), true);
+    const digests& rdna = gfx1100_digests();
+    for (const auto& [name, h] : d) {
+      CAPTURE(name);
+      CHECK(h == rdna.at(name));
+    }
+  }
+}
+
+TEST_CASE("machine code through a PM4 queue: the typed API, hidden arguments from the runtime (every target)") {
+  for (const target_case* t : {&gfx1100, &gfx1201, &gfx942, &gfx90a})
+  for (const char* v : t->variants) {
+    INFO("target " << std::string(t->processor));
+    INFO("build " << std::string(v));
+    auto sys = rt::system::open({.machine = t->machine});
+    const auto& gpu = sys.default_agent();
+    const auto bytes = read_file(corpus_path(t->processor, v));
     auto exe = gpu.load(std::span<const std::byte>(bytes));
     auto k = exe.try_get_kernel<const float*, const float*, float*, std::uint32_t>("vadd");
     INFO(std::string(k.detail()));
@@ -200,8 +455,95 @@ TEST_CASE("gfx1100 machine code through a PM4 queue: the typed API, hidden argum
     rt::pm4_queue_options po;
     po.kernarg_bytes = 512;  // clang's kernarg segment with the hidden arguments is 280 bytes
     auto q = gpu.make_queue(rt::pm4, po);
-    auto t = q.try_dispatch(*k, rt::grid{n}, rt::block{256}, a, b, c, n);
-    INFO(std::string(t.detail()));
+    auto tk = q.try_dispatch(*k, rt::grid{n}, rt::block{256}, a, b, c, n);
+    INFO(std::string(tk.detail()));
+    REQUIRE(tk.has_value());
+    auto w = q.try_wait(*tk, std::chrono::seconds(60));
+    INFO(std::string(w.detail()));
+    REQUIRE(w.has_value());
+    int bad = 0;
+    for (std::uint32_t i = 0; i < n; ++i) bad += c[i] != a[i] + b[i];
+    CHECK(bad == 0);
+    // Scratch through PM4: COMPUTE_DISPATCH_SCRATCH_BASE + TMPRING from the runtime (was
+    // not_supported before), the private array read back through flat private addresses.
+    auto kp = exe.try_get_kernel<const std::uint32_t*, std::uint32_t*, std::uint32_t>("privarr");
+    REQUIRE(kp.has_value());
+    auto in = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+    for (std::uint32_t i = 0; i < n; ++i) in[i] = i * 40503u + 3, out[i] = 0;
+    auto tp = q.try_dispatch(*kp, rt::grid{n}, rt::block{64}, in, out, n);
+    INFO(std::string(tp.detail()));
+    REQUIRE(tp.has_value());
+    auto wp = q.try_wait(*tp, std::chrono::seconds(60));
+    INFO(std::string(wp.detail()));
+    REQUIRE(wp.has_value());
+    bad = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      std::uint32_t buf[64], sum = 0;
+      for (std::uint32_t k2 = 0; k2 < 64; ++k2) buf[k2] = in[i] * k2 + (k2 ^ i);
+      for (std::uint32_t k2 = 0; k2 < 64; ++k2) sum += buf[(k2 * 7 + i) & 63];
+      bad += out[i] != sum;
+    }
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("differential: one source compiled wave32 and wave64 at -O2 and -O3 gives identical bytes (gfx1100, gfx1201)") {
+  for (const target_case* tc : {&gfx1100, &gfx1201}) {
+    INFO("target " << std::string(tc->processor));
+    auto sys = rt::system::open({.machine = tc->machine});
+    const auto& gpu = sys.default_agent();
+    const std::uint32_t n = 1000;
+    auto fin = gpu.alloc<float>(n, rt::memory_kind::host);
+    auto uin = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+    auto din = gpu.alloc<double>(n, rt::memory_kind::host);
+    for (std::uint32_t i = 0; i < n; ++i)
+      fin[i] = (float(i) - 500.0f) * 0.37f, uin[i] = i * 0x9E3779B9u + 1, din[i] = (double(i) - 400.0) * 1.37;
+    std::vector<std::vector<std::uint32_t>> first;  // the outputs of the first variant
+    for (const char* v : tc->variants) {
+      INFO("build " << std::string(v));
+      const auto bytes = read_file(corpus_path(tc->processor, v));
+      auto exe = gpu.load(std::span<const std::byte>(bytes));
+      auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
+      auto fo = gpu.alloc<float>(n, rt::memory_kind::host);
+      auto uo = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), po = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+      auto dout = gpu.alloc<double>(n, rt::memory_kind::host);
+      q.wait(q.dispatch(exe.get_untyped_kernel("fmath"), rt::grid{n}, rt::block{64}, fin, fo, n), std::chrono::seconds(60));
+      q.wait(q.dispatch(exe.get_untyped_kernel("hash"), rt::grid{n}, rt::block{64}, uin, uo, n), std::chrono::seconds(60));
+      q.wait(q.dispatch(exe.get_untyped_kernel("dmath"), rt::grid{n}, rt::block{64}, din, dout, n), std::chrono::seconds(60));
+      q.wait(q.dispatch(exe.get_untyped_kernel("privarr"), rt::grid{n}, rt::block{128}, uin, po, n), std::chrono::seconds(60));
+      std::vector<std::uint32_t> all;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        all.push_back(std::bit_cast<std::uint32_t>(fo[i]));
+        all.push_back(uo[i]);
+        all.push_back(po[i]);
+        const auto d = std::bit_cast<std::uint64_t>(dout[i]);
+        all.push_back(static_cast<std::uint32_t>(d));
+        all.push_back(static_cast<std::uint32_t>(d >> 32));
+      }
+      if (first.empty()) first.push_back(std::move(all));
+      else CHECK(all == first.front());
+    }
+  }
+}
+
+TEST_CASE("PM4 preemption between workgroups (CWSR save/restore) keeps each workgroup's ids and scratch (gfx1100, gfx1201)") {
+  for (const target_case* tc : {&gfx1100, &gfx1201}) {
+    INFO("target " << std::string(tc->processor));
+    auto sys = rt::system::open({.machine = tc->machine});
+    const auto& gpu = sys.default_agent();
+    auto engines = sys.emulator()->get_engine_options();
+    engines.pm4.preemption.every_workgroups = 3;
+    sys.emulator()->set_engine_options(engines);  // for the queues created from now on
+    const auto bytes = read_file(corpus_path(tc->processor, "O3-w32"));
+    auto exe = gpu.load(std::span<const std::byte>(bytes));
+    rt::pm4_queue_options po;
+    po.kernarg_bytes = 512;
+    auto q = gpu.make_queue(rt::pm4, po);
+    const std::uint32_t n = 64 * 40;  // 40 workgroups: restored ones at 3, 6, ...
+    auto a = gpu.alloc<float>(n, rt::memory_kind::host), b = gpu.alloc<float>(n, rt::memory_kind::host), c = gpu.alloc<float>(n, rt::memory_kind::host);
+    for (std::uint32_t i = 0; i < n; ++i) a[i] = float(i), b[i] = 2.0f * float(i), c[i] = -1.0f;
+    auto k = exe.get_kernel<const float*, const float*, float*, std::uint32_t>("vadd");
+    auto t = q.try_dispatch(k, rt::grid{n}, rt::block{64}, a, b, c, n);
     REQUIRE(t.has_value());
     auto w = q.try_wait(*t, std::chrono::seconds(60));
     INFO(std::string(w.detail()));
@@ -209,5 +551,24 @@ TEST_CASE("gfx1100 machine code through a PM4 queue: the typed API, hidden argum
     int bad = 0;
     for (std::uint32_t i = 0; i < n; ++i) bad += c[i] != a[i] + b[i];
     CHECK(bad == 0);
+    const auto* pm4 = sys.emulator()->engine(q.queue_id())->pm4();
+    CHECK(pm4->preemption_stats().preemptions >= 13);  // before workgroups 3, 6, ..., 39
+    auto kp = exe.get_kernel<const std::uint32_t*, std::uint32_t*, std::uint32_t>("privarr");
+    auto in = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+    for (std::uint32_t i = 0; i < n; ++i) in[i] = i * 77u + 5, out[i] = 0;
+    auto tp = q.try_dispatch(kp, rt::grid{n}, rt::block{64}, in, out, n);
+    REQUIRE(tp.has_value());
+    auto wp = q.try_wait(*tp, std::chrono::seconds(60));
+    INFO(std::string(wp.detail()));
+    REQUIRE(wp.has_value());
+    bad = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      std::uint32_t buf[64], sum = 0;
+      for (std::uint32_t j = 0; j < 64; ++j) buf[j] = in[i] * j + (j ^ i);
+      for (std::uint32_t j = 0; j < 64; ++j) sum += buf[(j * 7 + i) & 63];
+      bad += out[i] != sum;
+    }
+    CHECK(bad == 0);
+    CHECK(pm4->preemption_stats().preemptions >= 26);
   }
 }

@@ -33,6 +33,7 @@
 #include <concepts>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -71,12 +72,21 @@ struct loaded_kernel {
   [[nodiscard]] bool runs_on_emulator() const noexcept { return code_kind == kernel_code_kind::emulated_host; }
 };
 
+// Processors whose machine code the emulator's ISA interpreter runs (emu/isa/, docs/isa.md): a
+// processor name starting with one of these passes the gate on the emulated device.
+inline constexpr std::string_view emulator_isa_processors[] = {"gfx11", "gfx12", "gfx90a", "gfx942"};
+
 // The dispatch gate (see the header comment).
 inline result<void> check_runnable(const loaded_kernel& k, bool device_is_emulated) {
-  // gfx11 machine code runs on the emulator's ISA interpreter (emu::isa_supported, emu/isa/).
-  if (device_is_emulated && !k.runs_on_emulator() && !k.processor.starts_with("gfx11"))
+  bool interpreted = false;
+  for (std::string_view p : emulator_isa_processors) interpreted |= k.processor.starts_with(p);
+  if (device_is_emulated && !k.runs_on_emulator() && !interpreted) {
+    std::string known;
+    for (std::string_view p : emulator_isa_processors) known += (known.empty() ? "" : ", ") + std::string(p);
     return failure(errc::not_supported, "kernel " + k.name + " is " + k.processor +
-                                            " machine code; the emulated device runs emulated code objects (host kernels) and gfx11 machine code only");
+                                            " machine code; the emulated device runs emulated code objects (host kernels) and machine code for " +
+                                            known + " only");
+  }
   if (!device_is_emulated && k.runs_on_emulator())
     return failure(errc::not_supported, "kernel " + k.name + " is an emulated host kernel (" + k.host_kernel + "); a real GPU cannot run it");
   return ok();

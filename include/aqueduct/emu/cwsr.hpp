@@ -118,9 +118,15 @@ struct cwsr_wave_record_head {
   std::uint32_t vgpr_sets;  // 1 (packed ids: v0) or 3 (v0, v1, v2)
   std::uint64_t exec;
   std::uint64_t workgroup;  // linear workgroup index in the dispatch
+  // State a wave starts with outside its SGPRs/VGPRs: its private memory slice (architected flat
+  // scratch addresses it directly) and, on gfx12, the workgroup ids in TTMP9 (X) / TTMP7 (Y, Z).
+  std::uint32_t scratch_wave_offset;
+  std::uint32_t ttmp7;
+  std::uint32_t ttmp9;
+  std::uint32_t reserved;
   std::uint64_t dispatch;   // which dispatch (the engine's key: AQL packet index, PM4 dispatch count)
 };
-static_assert(sizeof(cwsr_wave_record_head) == 48);
+static_assert(sizeof(cwsr_wave_record_head) == 64);
 inline constexpr std::uint32_t cwsr_wave_magic = 0x45564157u;  // "WAVE"
 
 [[nodiscard]] inline std::size_t wave_record_bytes(const wave_state& w, bool packed) noexcept {
@@ -139,6 +145,9 @@ inline void append_wave_record(std::vector<std::byte>& out, const wave_state& w,
   h.vgpr_sets = packed ? 1 : 3;
   h.exec = w.exec;
   h.workgroup = workgroup;
+  h.scratch_wave_offset = w.scratch_wave_offset;
+  h.ttmp7 = w.ttmp[7];
+  h.ttmp9 = w.ttmp[9];
   h.dispatch = dispatch;
   const std::size_t at = out.size();
   out.resize(at + wave_record_bytes(w, packed));
@@ -185,6 +194,9 @@ inline void append_wave_record(std::vector<std::byte>& out, const wave_state& w,
   w.wave_index = h.wave_index;
   w.active_lanes = h.active_lanes;
   w.exec = h.exec;
+  w.scratch_wave_offset = h.scratch_wave_offset;
+  w.ttmp[7] = h.ttmp7;
+  w.ttmp[9] = h.ttmp9;
   workgroup = h.workgroup;
   dispatch = h.dispatch;
   p += sizeof h;

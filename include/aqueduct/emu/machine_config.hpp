@@ -80,7 +80,7 @@ struct machine_config {
       const gpu_properties* p = find_preset(item);
       if (!p)
         return failure(errc::invalid_argument, "emu machine: unknown preset \"" + std::string(item) +
-                                                   "\" (known: mi300x, rx7900xtx, mi250x, rx6900xt)");
+                                                   "\" (known: mi300x, rx7900xtx, mi250x, rx6900xt, rx9070xt)");
       for (std::uint32_t i = 0; i < count; ++i) m.gpus.push_back(*p);
     }
     if (m.gpus.empty()) return failure(errc::invalid_argument, "emu machine: no GPU named");

@@ -10,6 +10,13 @@
 //               simd_arrays_per_engine 1 are assumed there, UNVERIFIED; the rest assumed below).
 //   rx6900xt  — Radeon RX 6900 XT, gfx1030 / Navi 21 (80 CUs, 4 SEs x 2 SHs, device id 0x73BF:
 //               public rocminfo-style figures; no KFD capture found, so the whole row is UNVERIFIED).
+//   rx9070xt  — Radeon RX 9070 XT, gfx1201 / Navi 48. Published: 64 CUs (4096 stream processors),
+//               2970 MHz boost, 16 GB GDDR6 on a 256-bit bus (AMD's launch specifications as reported
+//               by Linux Format, June 2025, "Inside the DNA of AMD", and multiplayer.it); PCI device
+//               id 0x7550 (pci.ids "Navi 48 [Radeon RX 9070/9070 XT]", lspci [1002:7550]); wave32,
+//               gfx_target_version 120001 (arch/processors.hpp). No KFD capture found: the SE/SH
+//               layout (4 SEs x 2 SHs x 8 CUs), waves per SIMD, queue counts and firmware numbers
+//               follow the RX 7900 XTX row and are UNVERIFIED.
 // Thread safety: immutable data.
 #pragma once
 
@@ -227,7 +234,45 @@ inline constexpr gpu_properties rx6900xt = [] {
   return p;
 }();
 
-inline constexpr gpu_properties all[] = {mi300x, rx7900xtx, mi250x, rx6900xt};
+inline constexpr gpu_properties rx9070xt = [] {
+  gpu_properties p{};
+  p.preset = "rx9070xt";
+  p.name = "ip discovery";
+  p.simd_count = 128;            // 64 CUs x 2 SIMDs
+  p.simd_id_base = 2147488032ull;  // assumed (as rx7900xtx)
+  p.max_waves_per_simd = 16;     // UNVERIFIED
+  p.lds_size_in_kb = 64;
+  p.num_gws = 64;
+  p.wave_front_size = 32;
+  p.array_count = 8;             // UNVERIFIED: 4 SEs x 2 SHs
+  p.simd_arrays_per_engine = 2;  // UNVERIFIED
+  p.cu_per_simd_array = 8;       // 64 CUs / 8 SHs
+  p.simd_per_cu = 2;
+  p.max_slots_scratch_cu = 32;   // assumed (as rx7900xtx)
+  p.gfx_target_version = 120001;
+  p.vendor_id = 4098;
+  p.device_id = 30032;           // 0x7550
+  p.location_id = 768;           // assumed: bus 03:00.0
+  p.num_sdma_engines = 2;        // UNVERIFIED
+  p.num_sdma_xgmi_engines = 0;
+  p.num_sdma_queues_per_engine = 6;  // UNVERIFIED
+  p.num_cp_queues = 8;           // UNVERIFIED
+  p.max_engine_clk_fcompute = 2970;
+  p.fw_version = 2140;           // assumed
+  p.capability = 671588992u;     // assumed (as rx7900xtx)
+  p.capability2 = 0;
+  p.debug_prop = 1495;           // assumed
+  p.sdma_fw_version = 20;        // assumed
+  p.unique_id = 11673270660693242240ull;  // assumed
+  p.num_xcc = 1;
+  p.max_engine_clk_ccompute = 2400;  // assumed
+  p.vram_size = 16ull << 30;
+  p.vram_width = 256;
+  p.vram_clk_max = 2518;         // 20 Gbps GDDR6
+  return p;
+}();
+
+inline constexpr gpu_properties all[] = {mi300x, rx7900xtx, mi250x, rx6900xt, rx9070xt};
 
 }  // namespace presets
 

@@ -58,6 +58,9 @@ struct wave_state {
   unsigned wave_index = 0;  // within the workgroup
   unsigned active_lanes = 0;
   std::uint64_t exec = 0;
+  // Byte offset of this wave's private memory in the queue's scratch (also in the private
+  // segment wave offset SGPR when enabled; architected flat scratch uses it directly).
+  std::uint32_t scratch_wave_offset = 0;
   // Initial VGPRs, one entry per lane: v0 always; v1/v2 only hold ids on unpacked targets.
   std::array<std::uint32_t, max_wave_lanes> v0{}, v1{}, v2{};
 
@@ -71,6 +74,7 @@ struct dispatch_inputs {
   std::uint64_t dispatch_id = 0;  // the packet's index in the queue
   std::array<std::uint32_t, 4> scratch_srd{};  // private segment buffer (amd_queue.scratch_resource_descriptor)
   std::uint64_t scratch_base = 0;              // flat scratch init (emulated: base of this queue's scratch)
+  std::uint64_t scratch_bytes = 0;             // size of this queue's scratch (0: unknown, not checked)
   const std::uint32_t* kernarg_host = nullptr;  // kernarg dwords, for kernarg preload only
   std::uint32_t kernarg_dwords = 0;
 };
@@ -174,9 +178,9 @@ struct workgroup_geometry {
     // Workgroup info: first-wave flag [31], workgroup size in waves [5:0] (AMDGPUUsage).
     if (r2::enable_sgpr_workgroup_info::get(rsrc2))
       ws.sgpr[info_sgpr] = (w == 0 ? 0x80000000u : 0u) | (nwaves & 0x3Fu);
-    if (r2::enable_private_segment::get(rsrc2))
-      // Byte offset of this wave's scratch: by wave slot, so waves in flight together never share.
-      ws.sgpr[wave_offset_sgpr] = (first_wave_slot + w) * wsize * p.private_segment_size;
+    // Byte offset of this wave's scratch: by wave slot, so waves in flight together never share.
+    ws.scratch_wave_offset = (first_wave_slot + w) * wsize * p.private_segment_size;
+    if (r2::enable_private_segment::get(rsrc2)) ws.sgpr[wave_offset_sgpr] = ws.scratch_wave_offset;
     for (unsigned lane = 0; lane < wsize; ++lane) {
       const std::uint32_t flat = w * wsize + lane;
       if (flat >= items) break;

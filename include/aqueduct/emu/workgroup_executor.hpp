@@ -21,7 +21,7 @@
 #include <aqueduct/arch/family.hpp>
 #include <aqueduct/emu/engine_error.hpp>
 #include <aqueduct/emu/host_kernel.hpp>
-#include <aqueduct/emu/isa/gfx11_interpreter.hpp>
+#include <aqueduct/emu/isa/runner.hpp>
 #include <aqueduct/emu/wave_state.hpp>
 
 #include <algorithm>
@@ -75,8 +75,9 @@ struct dispatch_plan {
   }
 };
 
-// Families whose machine code the interpreter runs.
-[[nodiscard]] constexpr bool isa_supported(arch::family f) noexcept { return f == arch::family::gfx11; }
+// Families whose machine code this program can run: those whose interpreter <aqueduct/emu/isa.hpp>
+// installed (emu/isa/runner.hpp).
+[[nodiscard]] inline bool isa_supported(arch::family f) noexcept { return isa::runner_for(f) != nullptr; }
 
 // What ended a workgroup early.
 struct workgroup_fault {
@@ -123,12 +124,24 @@ class workgroup_executor {
       workgroup_context ctx(*vm_, waves, std::span<std::byte>(lds_.data(), plan.lds_bytes), g);
       if (plan.fn) {
         (*plan.fn)(ctx);
-      } else if (plan.code_entry != 0 && isa_supported(plan.family)) {
-        if (!isa_ || isa_serial_ != plan.serial) {
-          isa_ = std::make_unique<isa::gfx11_interpreter>(*vm_);  // fresh decoded-code cache
-          isa_serial_ = plan.serial;
+      } else if (plan.code_entry != 0) {
+        const isa::runner_factory make = isa::runner_for(plan.family);
+        if (make == nullptr) return workgroup_fault{workgroup_fault::kind::kernel_exception, 0, isa::no_runner_reason(plan.family)};
+        if (!isa_ || isa_family_ != plan.family) {
+          isa_ = make(*vm_);
+          isa_family_ = plan.family;
+        } else if (isa_serial_ != plan.serial) {
+          isa_->reset();  // another dispatch: the code at an address may differ
         }
-        isa_->run(plan.code_entry, waves, std::span<std::byte>(lds_.data(), plan.lds_bytes), plan.vgprs(), *plan.budget);
+        isa_serial_ = plan.serial;
+        isa::run_params rp;
+        rp.entry = plan.code_entry;
+        rp.vgprs = plan.vgprs();
+        rp.private_bytes = plan.pkt.private_segment_size;
+        rp.scratch_base = plan.inputs.scratch_base;
+        rp.scratch_bytes = plan.inputs.scratch_bytes;
+        rp.rsrc1 = plan.kd.compute_pgm_rsrc1;
+        isa_->run(rp, waves, std::span<std::byte>(lds_.data(), plan.lds_bytes), *plan.budget);
       } else {
         return workgroup_fault{workgroup_fault::kind::kernel_exception, 0, "no code to run"};
       }
@@ -161,7 +174,8 @@ class workgroup_executor {
   const vm_access* vm_;
   unsigned slot_;
   std::vector<std::byte> lds_;
-  std::unique_ptr<isa::gfx11_interpreter> isa_;
+  std::unique_ptr<isa::runner> isa_;
+  arch::family isa_family_ = arch::family::gfx11;
   std::uint64_t isa_serial_ = 0;
   char pcbuf_[40] = {};
 };

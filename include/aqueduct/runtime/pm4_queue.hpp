@@ -34,6 +34,7 @@
 #include <aqueduct/runtime/agent.hpp>
 #include <aqueduct/runtime/commands.hpp>
 #include <aqueduct/runtime/detail/progress_wait.hpp>
+#include <aqueduct/runtime/detail/queue_scratch.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/runtime/kernel.hpp>
 #include <aqueduct/runtime/queue.hpp>
@@ -41,6 +42,7 @@
 #include <aqueduct/sync/atomics.hpp>
 #include <aqueduct/sync/wait.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -175,6 +177,7 @@ struct pm4_queue_state {
   std::mutex mu;  // the ring: the submitting thread and waiters about to block (pm4_queue::arm_wake)
   std::unique_ptr<pm4_ring> q;
   aqueduct::queue_port* port = nullptr;  // the device's port for this queue (null on /dev/kfd)
+  queue_scratch scratch;                 // private segment memory, grown on demand
 };
 
 // A waiter about to block: one RELEASE_MEM interrupt to the queue's event after everything
@@ -341,8 +344,14 @@ class pm4_queue {
   result<pm4_ticket> submit(const untyped_kernel& k, grid g, block b, WriteKernargs&& write_kernargs) {
     if (k.kernarg_size > s_->opt.kernarg_bytes)
       return failure(errc::invalid_argument, "kernel '" + k.name + "': kernargs do not fit pm4_queue_options::kernarg_bytes");
-    if (k.private_segment_size != 0)
-      return failure(errc::not_supported, "kernel '" + k.name + "' uses scratch; PM4 scratch setup is not provided yet");
+    // Scratch: private memory, or (gfx9) the private segment buffer / flat scratch init SGPRs a
+    // kernel asks for even with none of its own (every gfx90a kernel asks for the V#).
+    namespace kcp = abi::kernel_code_properties;
+    const std::uint16_t props = k.descriptor.kernel_code_properties;
+    const bool psb = kcp::enable_sgpr_private_segment_buffer::get(props), fsi = kcp::enable_sgpr_flat_scratch_init::get(props);
+    const std::uint32_t lane_need = std::max<std::uint32_t>(k.private_segment_size, psb || fsi ? 4u : 0u);
+    if (lane_need > s_->scratch.lane_bytes.load(std::memory_order_acquire))
+      AQUEDUCT_TRY_VOID(detail::try_grow_scratch(s_->scratch, *s_->agent, lane_need));
     if (g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0)
       return failure(errc::invalid_argument, "grid and block sizes must be positive");
     const std::uint64_t seq = s_->submitted.load(std::memory_order_relaxed) + 1;
@@ -354,7 +363,14 @@ class pm4_queue {
     write_kernargs(base);
     k.hidden.put(base, k.kernarg_size, g, b);
     write_dispatch_packet(base + s_->opt.kernarg_bytes, k, g, b, gpu_va(va));
-    const aqueduct::ring::pm4::dispatch_params p = params_for(k, g, b, gpu_va(va), gpu_va(va + s_->opt.kernarg_bytes));
+    aqueduct::ring::pm4::dispatch_params p = params_for(k, g, b, gpu_va(va), gpu_va(va + s_->opt.kernarg_bytes));
+    if (lane_need != 0) {  // architected flat scratch: base and per-wave size; gfx9: the V# / flat scratch init
+      p.scratch_base = gpu_va(s_->scratch.va);
+      p.scratch_waves = s_->scratch.waves;
+      p.scratch_bytes_per_wave = 64 * s_->scratch.lane_bytes.load(std::memory_order_relaxed);
+      if (psb) p.private_segment_buffer = detail::gfx9_scratch_srd(s_->scratch.va, s_->scratch.bytes);
+      if (fsi) p.flat_scratch_init = {lo32(s_->scratch.va), hi32(s_->scratch.va)};
+    }
     aqueduct::ring::pm4_completion c;
     c.address = gpu_va(s_->res.pointers().va.value + progress_offset);
     c.value = seq;
@@ -387,6 +403,7 @@ class pm4_queue {
     pkt.grid_size_y = g.y;
     pkt.grid_size_z = g.z;
     pkt.group_segment_size = k.group_segment_size;
+    pkt.private_segment_size = k.private_segment_size;
     pkt.kernel_object = k.object.value;
     pkt.kernarg_address = kernarg.value;
     std::memcpy(at, &pkt, sizeof pkt);

@@ -28,6 +28,8 @@
 // observe.
 // The runtime knows no engine: a queue whose device reports it stopped (queue_port::fault) makes
 // waits and a dispatch into its full ring return that failure instead of blocking.
+// Scratch: the first dispatch of a kernel with more private memory than the queue's scratch
+// covers allocates it (runtime/detail/queue_scratch.hpp; the one allocation a dispatch can make).
 // Destruction drains (bounded by queue_options::drain_timeout), then DESTROY_QUEUE, then frees.
 // Thread safety: dispatch/barrier/wait from any number of threads; destroy with no concurrent use.
 #pragma once
@@ -44,6 +46,7 @@
 #include <aqueduct/queue/aql_queue.hpp>
 #include <aqueduct/runtime/detail/aql_slots.hpp>
 #include <aqueduct/runtime/detail/progress_wait.hpp>
+#include <aqueduct/runtime/detail/queue_scratch.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/runtime/kernel.hpp>
 #include <aqueduct/runtime/kernel_args.hpp>
@@ -117,6 +120,7 @@ struct queue_state {
   aql_slot_signals slots;           // which packets completed (detail/aql_slots.hpp)
   std::optional<aqueduct::ring::aql_queue_mp<queue_doorbell>> aql;
   aqueduct::queue_port* port = nullptr;  // the device's port for this queue (null on /dev/kfd)
+  queue_scratch scratch;                 // private segment memory, grown on demand
 
   // ring::aql_queue_memory::refresh: the claims' bound (slots.free) brought up to date.
   static void refresh_slots(void* self) noexcept {
@@ -317,6 +321,8 @@ class queue {
   template <class Write>
   AQUEDUCT_ALWAYS_INLINE result<aql_ticket> submit(const dispatch_options& o, const untyped_kernel& k, grid g, block b,
                                                    Write&& write_kernargs) {
+    if (AQUEDUCT_UNLIKELY(k.private_segment_size > s_->scratch.lane_bytes.load(std::memory_order_acquire)))
+      AQUEDUCT_TRY_VOID(detail::try_grow_scratch(s_->scratch, *s_->agent, k.private_segment_size, s_->desc));
     if (AQUEDUCT_UNLIKELY(static_cast<bool>(o.completion_signal))) return submit_signalled(o, k, g, b, write_kernargs);
     detail::queue_state& st = *s_;
     auto idx = st.aql->try_submit_indexed([&](std::uint64_t index) {

@@ -91,7 +91,7 @@ struct aql_dispatch {
     plan.code_entry = entry;  // machine code: the interpreter runs it (emu/isa/)
   } else {
     return refuse(engine_fault::bad_kernel_descriptor,
-                  "no emulated code at the kernel entry, and no ISA interpreter for " + std::string(arch::family_name(q.family)),
+                  "no emulated code at the kernel entry, and " + isa::no_runner_reason(q.family),
                   entry);
   }
   namespace kcp = abi::kernel_code_properties;
@@ -124,6 +124,7 @@ struct aql_dispatch {
     for (int i = 0; i < 4; ++i)
       inputs.scratch_srd[i] = std::atomic_ref<std::uint32_t>(amdq->scratch_resource_descriptor[i]).load(std::memory_order_relaxed);
     inputs.scratch_base = std::atomic_ref<std::uint64_t>(amdq->scratch_backing_memory_location).load(std::memory_order_relaxed);
+    inputs.scratch_bytes = std::atomic_ref<std::uint64_t>(amdq->scratch_backing_memory_byte_size).load(std::memory_order_relaxed);
     out.profiling = abi::amd_queue_properties::enable_profiling::get(
                         std::atomic_ref<std::uint32_t>(amdq->queue_properties).load(std::memory_order_relaxed)) != 0;
   }

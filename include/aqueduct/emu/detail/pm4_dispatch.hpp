@@ -72,7 +72,7 @@ struct pm4_dispatch {
   } else if (isa_supported(t.family)) {
     plan.code_entry = pgm;  // machine code: the interpreter runs it (emu/isa/)
   } else {
-    return refuse(engine_fault::bad_dispatch, "no emulated code at COMPUTE_PGM_LO/HI", pgm);
+    return refuse(engine_fault::bad_dispatch, "no emulated code at COMPUTE_PGM_LO/HI, and " + isa::no_runner_reason(t.family), pgm);
   }
   // RSRC1.PRIV policy (spec/kfd.md §4).
   std::uint32_t rsrc1 = regs.get<R::compute_pgm_rsrc1>();
@@ -97,6 +97,28 @@ struct pm4_dispatch {
   plan.kd.compute_pgm_rsrc1 = rsrc1;  // VGPR count for the interpreter
   plan.kd.compute_pgm_rsrc2 = r2::granulated_lds_size::set(rsrc2, 0);  // LDS comes from LDS_SIZE below, not a KD field
   plan.kd.kernel_code_properties = wave32 ? abi::kernel_code_properties::enable_wavefront_size32::put(1) : 0;
+  // Architected flat scratch (ported from isa9's pm4_dispatch.hpp; UNTESTED on this base):
+  // COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI (address >> 8, 0x2E10/0x2E11) and COMPUTE_TMPRING_SIZE
+  // (0x2E18: WAVES, WAVESIZE in the family's unit; spec/packets.md §1.5). Each wave's slice is
+  // WAVESIZE bytes; its lanes share it.
+  if (const std::uint64_t scratch = make64(regs.at(0x2E10), regs.at(0x2E11)) << 8; scratch != 0) {
+    const std::uint32_t tmpring = regs.at(0x2E18);
+    std::uint64_t waves = 0, wave_bytes = 0;
+    auto layout = [&](auto tag) {
+      using tr = typename decltype(tag)::tmpring_size;
+      waves = tr::waves::get(tmpring);
+      wave_bytes = std::uint64_t(tr::wavesize::get(tmpring)) * tr::wavesize_unit_bytes;
+    };
+    switch (t.family) {
+      case arch::family::gfx11: layout(arch::gfx11_tag{}); break;
+      case arch::family::gfx12: layout(arch::gfx12_tag{}); break;
+      case arch::family::gfx10_3: layout(arch::gfx10_3_tag{}); break;
+      default: layout(arch::gfx9_tag{}); break;
+    }
+    plan.inputs.scratch_base = scratch;
+    plan.inputs.scratch_bytes = waves * wave_bytes;
+    plan.pkt.private_segment_size = static_cast<std::uint32_t>(wave_bytes / (wave32 ? 32u : 64u));
+  }
   constexpr std::uint32_t lds_granule = 512;  // LDS_SIZE granule on GFX7–GFX12.0 (spec §1.5)
   plan.lds_bytes = r2::granulated_lds_size::get(rsrc2) * lds_granule;
   if (plan.lds_bytes > t.max_lds_bytes) return refuse(engine_fault::bad_dispatch, "RSRC2.LDS_SIZE above the CU's LDS");

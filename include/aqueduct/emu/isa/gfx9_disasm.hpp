@@ -237,6 +237,18 @@ inline const char* sdwa_sel(unsigned v) {
         break;
       }
       case 'L': appendf(s, "0x%llx", d.literal); break;
+      case 'W': {  // gfx9 s_waitcnt: vmcnt [3:0] | [15:14] << 4, expcnt [6:4], lgkmcnt [11:8]; LLVM omits a
+                   // counter at its maximum unless all are
+        const auto u = static_cast<std::uint16_t>(d.imm);
+        const unsigned vm = (u & 0xF) | ((u >> 14) << 4), exp = (u >> 4) & 7, lgkm = (u >> 8) & 0xF;
+        const bool all = vm == 63 && exp == 7 && lgkm == 15;
+        std::string w;
+        if (all || vm != 63) w += "vmcnt(" + std::to_string(vm) + ")";
+        if (all || exp != 7) w += std::string(w.empty() ? "" : " ") + "expcnt(" + std::to_string(exp) + ")";
+        if (all || lgkm != 15) w += std::string(w.empty() ? "" : " ") + "lgkmcnt(" + std::to_string(lgkm) + ")";
+        s += w;
+        break;
+      }
       default: s += '?';
     }
   }

@@ -7,7 +7,7 @@
 // opcode has a VOP3 _e64 form) and 4/5 (an _sdwa form). Template placeholders
 // %[a]<field><width>[kind]: `a` an AGPR; field D vdst/sdst/sdata, S VOP3 carry-out, 0/1/2
 // sources, A address, B data0 or sbase, C data1, R srsrc, O soffset, X saddr, K simm16 in hex,
-// J simm16 in decimal, L literal; width in registers (1-9, a = 10, g = 16, w = 32); source kind:
+// J simm16 in decimal, L literal, W s_waitcnt's counters; width in registers (1-9, a = 10, g = 16, w = 32); source kind:
 // none 32/64-bit with float modifiers, n without modifiers, s integer whose neg bit is sext,
 // h 16-bit float, i 16-bit integer, t 16-bit integer with sext.
 // Thread safety: constant data.
@@ -109,15 +109,15 @@ inline constexpr op_entry sopp_ops[] = {
     {0, 3, "s_nop", "%J1"}, {1, 3, "s_endpgm", "%J1"}, {2, 3, "s_branch", "%J1"}, {3, 3, "s_wakeup", ""},
     {4, 3, "s_cbranch_scc0", "%J1"}, {5, 3, "s_cbranch_scc1", "%J1"}, {6, 3, "s_cbranch_vccz", "%J1"},
     {7, 3, "s_cbranch_vccnz", "%J1"}, {8, 3, "s_cbranch_execz", "%J1"}, {9, 3, "s_cbranch_execnz", "%J1"},
-    {10, 3, "s_barrier", ""}, {11, 3, "s_setkill", "%J1"},
-    {12, 3, "s_waitcnt", "vmcnt(1) expcnt(0) lgkmcnt(0)"}, {13, 3, "s_sethalt", "%J1"},
-    {14, 3, "s_sleep", "%J1"}, {15, 3, "s_setprio", "%J1"}, {16, 3, "s_sendmsg", "sendmsg(MSG_INTERRUPT)"},
-    {17, 3, "s_sendmsghalt", "sendmsg(MSG_INTERRUPT)"}, {18, 3, "s_trap", "%J1"}, {19, 3, "s_icache_inv", ""},
-    {20, 3, "s_incperflevel", "%J1"}, {21, 3, "s_decperflevel", "%J1"}, {22, 3, "s_ttracedata", ""},
-    {23, 3, "s_cbranch_cdbgsys", "%J1"}, {24, 3, "s_cbranch_cdbguser", "%J1"},
-    {25, 3, "s_cbranch_cdbgsys_or_user", "%J1"}, {26, 3, "s_cbranch_cdbgsys_and_user", "%J1"},
-    {27, 3, "s_endpgm_saved", ""}, {28, 3, "s_set_gpr_idx_off", ""},
-    {29, 3, "s_set_gpr_idx_mode", "gpr_idx(SRC0)"}, {30, 3, "s_endpgm_ordered_ps_done", ""},
+    {10, 3, "s_barrier", ""}, {11, 3, "s_setkill", "%J1"}, {12, 3, "s_waitcnt", "%W1"},
+    {13, 3, "s_sethalt", "%J1"}, {14, 3, "s_sleep", "%J1"}, {15, 3, "s_setprio", "%J1"},
+    {16, 3, "s_sendmsg", "sendmsg(MSG_INTERRUPT)"}, {17, 3, "s_sendmsghalt", "sendmsg(MSG_INTERRUPT)"},
+    {18, 3, "s_trap", "%J1"}, {19, 3, "s_icache_inv", ""}, {20, 3, "s_incperflevel", "%J1"},
+    {21, 3, "s_decperflevel", "%J1"}, {22, 3, "s_ttracedata", ""}, {23, 3, "s_cbranch_cdbgsys", "%J1"},
+    {24, 3, "s_cbranch_cdbguser", "%J1"}, {25, 3, "s_cbranch_cdbgsys_or_user", "%J1"},
+    {26, 3, "s_cbranch_cdbgsys_and_user", "%J1"}, {27, 3, "s_endpgm_saved", ""},
+    {28, 3, "s_set_gpr_idx_off", ""}, {29, 3, "s_set_gpr_idx_mode", "gpr_idx(SRC0)"},
+    {30, 3, "s_endpgm_ordered_ps_done", ""},
 };
 inline constexpr op_entry smem_ops[] = {
     {0, 3, "s_load_dword", "%D1, %B2"}, {1, 3, "s_load_dwordx2", "%D2, %B2"},

@@ -62,3 +62,95 @@ K void trap(unsigned* out) {
   if (gid() == 5) __builtin_trap();
   out[gid()] = 1;
 }
+// Tiled matmul C = A * B (n x n, row-major) with 16x16 LDS tiles on a 2-D grid of 16x16 blocks.
+K void matmul(const float* A, const float* B, float* C, unsigned n) {
+  __attribute__((shared)) float ta[16][16], tb[16][16];
+  unsigned tx = __builtin_amdgcn_workitem_id_x(), ty = __builtin_amdgcn_workitem_id_y();
+  unsigned row = __builtin_amdgcn_workgroup_id_y() * 16 + ty, col = __builtin_amdgcn_workgroup_id_x() * 16 + tx;
+  float acc = 0.0f;
+  for (unsigned t = 0; t < n; t += 16) {
+    ta[ty][tx] = (row < n && t + tx < n) ? A[row * n + t + tx] : 0.0f;
+    tb[ty][tx] = (col < n && t + ty < n) ? B[(t + ty) * n + col] : 0.0f;
+    __builtin_amdgcn_s_barrier();
+    for (unsigned k = 0; k < 16; ++k) acc = __builtin_fmaf(ta[ty][k], tb[k][tx], acc);
+    __builtin_amdgcn_s_barrier();
+  }
+  if (row < n && col < n) C[row * n + col] = acc;
+}
+// fp64: sqrt, division, fma and a double -> long long -> double round trip.
+K void dmath(const double* a, double* out, unsigned n) {
+  unsigned i = gid();
+  if (i >= n) return;
+  double x = a[i];
+  out[i] = __builtin_sqrt(x * x + 1.0) / (x + 3.0) + __builtin_fma(x, 0.5, -1.0) + (double)(long long)(x * 7.0);
+}
+// Half precision: scalar _Float16 (fma, compare/select, conversion to float) and packed half2.
+typedef _Float16 half2 __attribute__((ext_vector_type(2)));
+K void half(const _Float16* a, const _Float16* b, _Float16* out, float* fout, unsigned n) {
+  unsigned i = gid();
+  if (i >= n) return;
+  _Float16 x = a[i], y = b[i];
+  _Float16 r = x * y + (_Float16)1.5f;
+  r = r > x ? r : x;
+  r = r - y / (_Float16)4.0f;
+  out[i] = r;
+  fout[i] = (float)x + (float)y * (float)r;
+}
+K void half2k(const half2* a, const half2* b, half2* out, unsigned n) {
+  unsigned i = gid();
+  if (i >= n) return;
+  half2 x = a[i], y = b[i];
+  half2 r = x * y + x;
+  out[i] = r - y;
+}
+// A private array the compiler keeps in scratch (volatile: it cannot live in registers).
+K void privarr(const unsigned* in, unsigned* out, unsigned n) {
+  unsigned i = gid();
+  if (i >= n) return;
+  volatile unsigned buf[64];
+  for (unsigned k = 0; k < 64; ++k) buf[k] = in[i] * k + (k ^ i);
+  unsigned s = 0;
+  for (unsigned k = 0; k < 64; ++k) s += buf[(k * 7 + i) & 63];
+  out[i] = s;
+}
+// An instruction the interpreter does not implement (a graphics op): the dispatch must end with
+// a queue error that names it.
+K void unsupported(float* out) {
+  float x = out[0];
+  __asm__ volatile("v_cubeid_f32 %0, %0, %0, %0" : "+v"(x));
+  out[0] = x;
+}
+// A private array indexed by data, not volatile: it lives in scratch and is reached with
+// scratch_* (gfx942, gfx11) or buffer_* through the private segment buffer V# (gfx90a).
+K void spill(const unsigned* in, unsigned* out, unsigned n) {
+  unsigned i = gid();
+  if (i >= n) return;
+  unsigned priv[64];
+  for (unsigned k = 0; k < 64; ++k) priv[k] = in[i] * k + (k ^ i);
+  unsigned acc = 0;
+  for (unsigned k = 0; k < 64; ++k) acc += priv[(k * 7 + (in[i] >> (k & 15))) & 63];
+  out[i] = acc;
+}
+// Uniform (kernel-argument) integer division and float math: gfx12 computes these on the scalar
+// unit (s_cvt_f32_u32, s_mul_f32, s_fmaak_f32, s_cmp_gt_f32, s_max_num_f32, s_floor_f32 ...).
+// Explicit fmas: no contraction left for the compiler to choose.
+K void uniform(const unsigned* in, unsigned* out, float* fout, unsigned n, unsigned d, float s, float t) {
+  unsigned i = gid();
+  if (i >= n) return;
+  out[i] = in[i] / d + in[i] % (d + 3) + (unsigned)(int)(s * t);
+  const float u = __builtin_fmaf(s, t, 1.5f);
+  const float v = __builtin_fminf(s, t) - __builtin_fmaxf(u, 2.0f);
+  const float q = __builtin_floorf(s) + __builtin_ceilf(t) + __builtin_truncf(u) + __builtin_rintf(v);
+  fout[i] = __builtin_fmaf((float)in[i], s > t ? u : v, q) + (float)(int)t + (float)(unsigned)s;
+}
+#if defined(__gfx942__) || defined(__gfx90a__)
+// A matrix-core (MFMA) instruction, which the interpreter does not model: the dispatch must end
+// with a queue error naming it (tests/runtime/isa_kernels.cpp).
+typedef float mfma_f4 __attribute__((ext_vector_type(4)));
+K void mfma(float* io) {
+  const unsigned l = __builtin_amdgcn_workitem_id_x();
+  mfma_f4 c = {io[l], io[l + 64], io[l + 128], io[l + 192]};
+  c = __builtin_amdgcn_mfma_f32_4x4x1f32(io[l], io[l + 1], c, 0, 0, 0);
+  io[l] = c[0] + c[1] + c[2] + c[3];
+}
+#endif

@@ -86,6 +86,7 @@ W = "0123456789abcdefghijklmnopqrstuvw"
 
 def template(enc, text):
     mn, _, ops = text.partition(" ")
+    if mn == "s_waitcnt": return mn, "%W1"  # the counters, printed from simm16 by the printer
     if enc.startswith("SDWA"):
         ops = re.sub(r"\s*(dst_sel|dst_unused|src0_sel|src1_sel):\S+", "", ops)
     ops = re.sub(r"\s+(offen|idxen|glc|slc|lds|sc0|sc1|nt|gds|offset:\S+|offset0:\S+|offset1:\S+|op_sel_hi:\S+)", "", ops)
@@ -263,7 +264,7 @@ HEADER = """// aqueduct/emu/isa/gfx9_opcodes.hpp — every gfx90a/gfx942 opcode 
 // opcode has a VOP3 _e64 form) and 4/5 (an _sdwa form). Template placeholders
 // %[a]<field><width>[kind]: `a` an AGPR; field D vdst/sdst/sdata, S VOP3 carry-out, 0/1/2
 // sources, A address, B data0 or sbase, C data1, R srsrc, O soffset, X saddr, K simm16 in hex,
-// J simm16 in decimal, L literal; width in registers (1-9, a = 10, g = 16, w = 32); source kind:
+// J simm16 in decimal, L literal, W s_waitcnt's counters; width in registers (1-9, a = 10, g = 16, w = 32); source kind:
 // none 32/64-bit with float modifiers, n without modifiers, s integer whose neg bit is sext,
 // h 16-bit float, i 16-bit integer, t 16-bit integer with sext.
 // Thread safety: constant data.

@@ -1,0 +1,160 @@
+// aqueduct/emu/isa/exec_gfx9.hpp — what only gfx9/CDNA has: SDWA operand selection and MUBUF
+// (buffer) memory.
+//
+// Layer: emu. Definitions of interpreter members (emu/isa/interpreter.hpp).
+// SDWA (Vega / CDNA ISA guides, "SDWA"): each source is a byte, word or dword of its operand
+// (src*_sel), zero- or sign-extended (sext) to 32 bits, with abs/neg on float operands; the
+// operation then runs as its VOP3 form would, and the result's low byte/word goes to the
+// dst_sel field of the destination, the other bits zero (UNUSED_PAD), sign-extended above the
+// field and zero below it (UNUSED_SEXT), or kept (UNUSED_PRESERVE). The operation runs on
+// three spare VGPR columns the interpreter keeps past the descriptor's VGPRs, so every
+// operation of exec_vector.hpp has its SDWA form for free.
+// MUBUF: the address comes from a buffer resource (V#, 4 SGPRs): base [47:0], stride [61:48],
+// swizzle enable [63], num_records [95:64], index stride [118:117] (8 << n lanes), add_tid
+// [119]; index = vaddr (idxen) + lane (add_tid), offset = vaddr (offen) + soffset + inst
+// offset. Swizzled (the scratch V# ROCr writes into amd_queue: swizzle, add_tid, index
+// stride 64), dword elements are interleaved by lane:
+//   base + soffset + ((index / stride_n) * stride + (offset / 4) * 4) * stride_n
+//        + (index % stride_n) * 4 + offset % 4
+// — the same private-memory layout as architected flat scratch (emu/isa/exec_memory.hpp).
+// Unswizzled: base + soffset + offset + index * stride. A linear buffer's offset at or past
+// num_records reads 0 and drops writes, as on hardware; every address is checked against the
+// VM (a bad one faults with the address).
+// Thread safety: see interpreter.hpp.
+#pragma once
+
+#include <aqueduct/emu/isa/interpreter.hpp>
+
+namespace aqueduct::emu::isa {
+
+namespace detail {
+// SDWA selects: 0–3 BYTE_0..3, 4–5 WORD_0..1, 6 DWORD.
+inline std::uint32_t sdwa_select(std::uint32_t v, unsigned sel, bool sext) noexcept {
+  if (sel >= 6) return v;
+  const unsigned bits = sel < 4 ? 8 : 16, shift = sel < 4 ? 8 * sel : 16 * (sel - 4);
+  const std::uint32_t x = (v >> shift) & ((1u << bits) - 1u);
+  return sext ? static_cast<std::uint32_t>(static_cast<std::int32_t>(x << (32 - bits)) >> (32 - bits)) : x;
+}
+inline std::uint32_t sdwa_place(std::uint32_t r, std::uint32_t old, unsigned sel, unsigned unused) noexcept {
+  if (sel >= 6) return r;
+  const unsigned bits = sel < 4 ? 8 : 16, shift = sel < 4 ? 8 * sel : 16 * (sel - 4);
+  const std::uint32_t field = ((1u << bits) - 1u) << shift;
+  const std::uint32_t placed = (r << shift) & field;
+  if (unused == 2) return (old & ~field) | placed;  // UNUSED_PRESERVE
+  if (unused == 1 && ((r >> (bits - 1)) & 1)) {     // UNUSED_SEXT: ones above the field
+    const unsigned top = shift + bits;
+    return placed | (top >= 32 ? 0u : ~0u << top);
+  }
+  return placed;  // UNUSED_PAD
+}
+}  // namespace detail
+
+inline void interpreter::exec_sdwa(wave& w, const insn& d) {
+  using namespace detail;
+  const std::uint64_t ex = w.exec();
+  const op_info& in = info(d.o);
+  for (kind k : {in.dst, in.src[0], in.src[1]})
+    if (dwords_of(k) == 2) unsupported(w, d, "SDWA form of a 64-bit operation");
+  const unsigned tmp = vgprs_;  // the spare columns (interpreter::run allocates them)
+  insn x = d;
+  x.e = enc::vop3;
+  x.abs = x.neg = 0;
+  x.omod = d.omod;
+  const unsigned nsrc = (in.src[1] == kind::none || in.src[1] == kind::mask) ? 1u : 2u;
+  for (unsigned i = 0; i < nsrc; ++i) {
+    insn raw = d;
+    raw.abs = raw.neg = 0;
+    std::uint32_t st;
+    const src32 S = vsrc(w, raw, i, st);
+    const std::uint32_t sign = in.src[i] == kind::f16 ? 0x8000u : 0x80000000u;
+    const bool fl = is_float(in.src[i]);
+    const std::uint32_t andm = fl && ((d.abs >> i) & 1) ? ~sign : ~0u, xorm = fl && ((d.neg >> i) & 1) ? sign : 0u;
+    const bool sext = !fl && ((d.sdwa_sext >> i) & 1);
+    std::uint32_t* T = w.v + std::size_t(tmp + i) * 64;
+    each_lane(ex, [&](unsigned l) { T[l] = (sdwa_select(S(l), d.sdwa_src_sel[i], sext) & andm) ^ xorm; });
+    x.src[i] = static_cast<std::uint16_t>(op_vgpr0 + tmp + i);
+  }
+  if (in.src[2] == kind::mask) x.src[2] = op_vcc_lo;  // v_cndmask / carry-in: VCC
+  x.sdst = op_vcc_lo;                                   // carry-out: VCC
+  struct spare {  // the spare columns are addressable only while the operation runs
+    unsigned& n;
+    explicit spare(unsigned& v) : n(v) { n += sdwa_spare_vgprs; }
+    ~spare() { n -= sdwa_spare_vgprs; }
+  };
+  if (is_compare(d.o)) {
+    x.dst = d.dst;  // VCC or the SDWA sdst
+    spare s(vgprs_);
+    exec_vopc(w, x);
+    return;
+  }
+  std::uint32_t* D = vcol(w, d.dst);  // checked against the descriptor's VGPRs
+  std::uint32_t* R = w.v + std::size_t(tmp + 2) * 64;
+  std::memcpy(R, D, 64 * sizeof(std::uint32_t));  // v_fmac/v_mac read their destination
+  x.dst = static_cast<std::uint16_t>(tmp + 2);
+  {
+    spare s(vgprs_);
+    exec_valu(w, x);
+  }
+  each_lane(ex, [&](unsigned l) { D[l] = sdwa_place(R[l], D[l], d.sdwa_dst_sel, d.sdwa_dst_unused); });
+}
+
+inline void interpreter::exec_mubuf(wave& w, const insn& d) {
+  using namespace detail;
+  const std::uint64_t ex = w.exec();
+  const unsigned r = d.src[1];
+  if (r + 3 >= 106) unsupported(w, d, "buffer resource outside the SGPRs");
+  const std::uint32_t v0 = w.s[r], v1 = w.s[r + 1], v2 = w.s[r + 2], v3 = w.s[r + 3];
+  if ((v0 | v1 | v2 | v3) == 0) {
+    // A null resource reads 0 and drops writes on hardware; here it is almost certainly a
+    // missing private segment buffer (a queue without scratch memory): say so.
+    char b[200];
+    std::snprintf(b, sizeof b, "%s through a null buffer resource s[%u:%u] at pc 0x%llx (for scratch: the queue's "
+                  "private segment buffer is not set up)", d.name, r, r + 3, static_cast<unsigned long long>(w.pc));
+    throw isa_fault{w.pc, b};
+  }
+  const std::uint64_t base = std::uint64_t(v1 & 0xFFFFu) << 32 | v0;
+  const std::uint32_t stride = (v1 >> 16) & 0x3FFFu, num_records = v2;
+  const bool swizzle = (v1 >> 31) & 1, add_tid = (v3 >> 23) & 1;
+  const std::uint32_t index_stride = 8u << ((v3 >> 21) & 3);
+  const std::uint32_t soffset = sget(w, d, d.src[2]);
+  const unsigned bytes = vmem_bytes(d.o);
+  if (bytes == 0) unsupported(w, d);
+  const bool store = vmem_is_store(d.o);
+  const std::uint32_t* A = (d.mubuf_offen || d.mubuf_idxen) ? vcol(w, d.src[0], d.mubuf_offen && d.mubuf_idxen ? 2 : 1) : nullptr;
+  const unsigned n = (bytes + 3) / 4;
+  std::uint32_t* D = vcol(w, store ? d.data0 : d.data0, n);  // MUBUF vdata: loaded into / stored from
+  each_lane(ex, [&](unsigned l) {
+    const std::uint32_t index = (d.mubuf_idxen ? A[l] : 0u) + (add_tid ? l : 0u);
+    const std::uint32_t offset = (d.mubuf_offen ? A[(d.mubuf_idxen ? 64u : 0u) + l] : 0u) + static_cast<std::uint32_t>(d.imm);
+    // One element (dword) at a time: swizzling interleaves dwords by lane.
+    std::uint32_t buf[4] = {};
+    if (store)
+      for (unsigned i = 0; i < n; ++i) buf[i] = D[i * 64 + l];
+    auto* bytes_of = reinterpret_cast<std::byte*>(buf);
+    for (unsigned i = 0; i < bytes;) {
+      const std::uint32_t o = offset + i;
+      const unsigned len = std::min(bytes - i, 4u - o % 4);
+      std::uint64_t va;
+      bool in_range = true;
+      if (swizzle) {
+        va = base + soffset + (std::uint64_t(index / index_stride) * stride + (o / 4) * 4ull) * index_stride +
+             (index % index_stride) * 4ull + o % 4;
+      } else {
+        va = base + soffset + o + std::uint64_t(index) * stride;
+        in_range = stride != 0 ? index < num_records : o < num_records;
+      }
+      if (in_range) {
+        std::byte* m = mem<std::byte>(va & 0xFFFFFFFFFFFFull, len, store);
+        store ? std::memcpy(m, bytes_of + i, len) : std::memcpy(bytes_of + i, m, len);
+      }
+      i += len;
+    }
+    if (!store) {
+      if (d.o == op::global_load_i8) buf[0] = static_cast<std::uint32_t>(std::int32_t(std::int8_t(buf[0])));
+      if (d.o == op::global_load_i16) buf[0] = static_cast<std::uint32_t>(std::int32_t(std::int16_t(buf[0])));
+      for (unsigned i = 0; i < n; ++i) D[i * 64 + l] = buf[i];
+    }
+  });
+}
+
+}  // namespace aqueduct::emu::isa

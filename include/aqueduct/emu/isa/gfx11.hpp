@@ -1,0 +1,186 @@
+// aqueduct/emu/isa/gfx11.hpp — the gfx11 (RDNA3) decoder: instruction words → `insn` (and the
+// RDNA decoder gfx12 shares, emu/isa/gfx12.hpp).
+//
+// Layer: emu. Field positions as LLVM's AMDGPU backend and the RDNA3 ISA guide define them; the
+// opcodes come from emu/isa/gfx11_opcodes.hpp (generated from llvm-mc-19 by
+// scripts/isa-opcodes.py). tests/emu/isa/oracle.py checks, for every opcode of every decoded
+// encoding, that this decoder's mnemonic and operands equal `llvm-mc-19 --disassemble
+// -mcpu=gfx1100`'s. Encodings not decoded (MUBUF, MTBUF, MIMG, EXP, VINTERP, LDSDIR, DPP, SDWA
+// forms) come out as `enc::invalid` and fault as unsupported.
+// Memory encodings (DS, FLAT/GLOBAL/SCRATCH) keep VGPR numbers without the 256 offset in
+// src[0] (address), data0/data1 and dst.
+// Thread safety: pure functions.
+#pragma once
+
+#include <aqueduct/emu/isa/gfx11_opcodes.hpp>
+#include <aqueduct/emu/isa/insn.hpp>
+
+#include <cstdint>
+#include <string_view>
+
+namespace aqueduct::emu::isa {
+
+namespace detail {
+// Looks a VOP3 opcode up: a native VOP3 entry, or the VOP3 form of a VOPC (0–255), VOP2
+// (256–383) or VOP1 (384–511) opcode. A native entry with aux 0xFF marks a VOP3 form LLVM
+// rejects although the 32-bit form exists.
+template <class Table>
+constexpr const opcode_entry* find_vop3(const Table& t, unsigned code) noexcept {
+  if (const opcode_entry* e = t.find(enc::vop3, code)) return e->aux == 0xFF ? nullptr : e;
+  if (code < 256) return t.find(enc::vopc, code);
+  if (code < 384) return t.find(enc::vop2, code - 256);
+  if (code < 512) return t.find(enc::vop1, code - 384);
+  return nullptr;
+}
+// VOP3b (a scalar carry-out / VCC destination in bits [14:8]) rather than VOP3a.
+constexpr bool is_vop3b(op o) noexcept {
+  switch (o) {
+    case op::v_add_co_u32: case op::v_sub_co_u32: case op::v_subrev_co_u32: case op::v_add_co_ci_u32:
+    case op::v_sub_co_ci_u32: case op::v_subrev_co_ci_u32: case op::v_div_scale_f32: case op::v_div_scale_f64:
+    case op::v_mad_u64_u32: case op::v_mad_i64_i32:
+      return true;
+    default: return false;
+  }
+}
+// Takes the literal dword when a source is 255 (or the operation always has one).
+inline void take_literal(insn& d, const std::uint32_t* w, unsigned avail, unsigned at, bool always = false) noexcept {
+  bool need = always;
+  for (std::uint16_t s : d.src) need |= s == op_literal;
+  if (!need) return;
+  d.literal = avail > at ? w[at] : 0;
+  d.words = static_cast<std::uint8_t>(at + 1);
+}
+}  // namespace detail
+
+// The RDNA3/RDNA4 decoder: gfx11 and gfx12 share every encoding but SMEM and the vector memory
+// ones (gfx12: VFLAT/VGLOBAL/VSCRATCH, three dwords). `T` is the generation's opcode table.
+template <class Table>
+[[nodiscard]] insn decode_rdna(const std::uint32_t* w, unsigned avail, const Table& T, bool gfx12) noexcept {
+  insn d;
+  const std::uint32_t x = w[0];
+  const std::uint32_t y = avail > 1 ? w[1] : 0;
+  auto set = [&](enc e, unsigned code, const opcode_entry* entry) {
+    d.e = e;
+    d.code = static_cast<std::uint16_t>(code);
+    apply_entry(d, entry);
+    if (entry == nullptr) d.e = enc::invalid, d.name = enc_name(e);
+  };
+  if ((x >> 23) == 0x17D) {  // SOP1
+    set(enc::sop1, (x >> 8) & 0xFF, T.find(enc::sop1, (x >> 8) & 0xFF));
+    d.dst = (x >> 16) & 0x7F, d.src[0] = x & 0xFF;
+    detail::take_literal(d, w, avail, 1);
+  } else if ((x >> 23) == 0x17E) {  // SOPC
+    set(enc::sopc, (x >> 16) & 0x7F, T.find(enc::sopc, (x >> 16) & 0x7F));
+    d.src[1] = (x >> 8) & 0xFF, d.src[0] = x & 0xFF;
+    detail::take_literal(d, w, avail, 1);
+  } else if ((x >> 23) == 0x17F) {  // SOPP
+    set(enc::sopp, (x >> 16) & 0x7F, T.find(enc::sopp, (x >> 16) & 0x7F));
+    d.imm = static_cast<std::int16_t>(x & 0xFFFF);
+  } else if ((x >> 28) == 0xB) {  // SOPK
+    set(enc::sopk, (x >> 23) & 0x1F, T.find(enc::sopk, (x >> 23) & 0x1F));
+    d.dst = (x >> 16) & 0x7F, d.imm = static_cast<std::int16_t>(x & 0xFFFF);
+  } else if ((x >> 30) == 2) {  // SOP2
+    set(enc::sop2, (x >> 23) & 0x7F, T.find(enc::sop2, (x >> 23) & 0x7F));
+    d.dst = (x >> 16) & 0x7F, d.src[1] = (x >> 8) & 0xFF, d.src[0] = x & 0xFF;
+    detail::take_literal(d, w, avail, 1, d.o == op::s_fmaak_f32 || d.o == op::s_fmamk_f32);
+  } else if ((x >> 26) == 0x3D && gfx12) {  // SMEM (gfx12): op [18:13], 24-bit signed offset
+    set(enc::smem, (x >> 13) & 0x3F, T.find(enc::smem, (x >> 13) & 0x3F));
+    d.dst = (x >> 6) & 0x7F;
+    d.src[0] = static_cast<std::uint16_t>((x & 0x3F) << 1);
+    d.imm = static_cast<std::int32_t>(y << 8) >> 8;
+    d.soff = (y >> 25) & 0x7F;
+    d.words = 2;
+  } else if ((x >> 26) == 0x3B && gfx12) {  // VFLAT / VGLOBAL / VSCRATCH (gfx12, 96 bits)
+    const std::uint32_t z = avail > 2 ? w[2] : 0;
+    const unsigned seg = (x >> 24) & 3, code = (x >> 14) & 0xFF;
+    const enc e = seg == 0 ? enc::flat : seg == 1 ? enc::scratch : enc::global;
+    set(e, code, seg == 3 ? nullptr : T.find(e, code));
+    d.soff = x & 0x7F;
+    d.dst = y & 0xFF, d.sve = (y >> 17) & 1, d.data0 = (y >> 23) & 0xFF;
+    d.glc = ((y >> 20) & 1) != 0 && std::string_view(d.name).find("atomic") != std::string_view::npos;  // TH_ATOMIC_RETURN
+    d.th = (y >> 20) & 7, d.scope = (y >> 18) & 3;
+    d.src[0] = z & 0xFF;
+    d.imm = static_cast<std::int32_t>(z) >> 8;  // 24-bit signed
+    d.words = 3;
+  } else if ((x >> 26) == 0x3D) {  // SMEM
+    set(enc::smem, (x >> 18) & 0xFF, T.find(enc::smem, (x >> 18) & 0xFF));
+    d.glc = (x >> 14) & 1, d.dlc = (x >> 13) & 1;
+    d.dst = (x >> 6) & 0x7F;
+    d.src[0] = static_cast<std::uint16_t>((x & 0x3F) << 1);
+    d.imm = static_cast<std::int32_t>(y << 11) >> 11;  // 21-bit signed
+    d.soff = (y >> 25) & 0x7F;
+    d.words = 2;
+  } else if ((x >> 26) == 0x35) {  // VOP3
+    const unsigned code = (x >> 16) & 0x3FF;
+    set(enc::vop3, code, detail::find_vop3(T, code));
+    d.dst = x & 0xFF;
+    d.clamp = (x >> 15) & 1;
+    if (detail::is_vop3b(d.o)) d.sdst = (x >> 8) & 0x7F;
+    else d.abs = (x >> 8) & 7, d.opsel = (x >> 11) & 0xF;
+    d.src[0] = y & 0x1FF, d.src[1] = (y >> 9) & 0x1FF, d.src[2] = (y >> 18) & 0x1FF;
+    d.omod = (y >> 27) & 3, d.neg = (y >> 29) & 7;
+    d.words = 2;
+    detail::take_literal(d, w, avail, 2);
+  } else if ((x >> 24) == 0xCC) {  // VOP3P
+    set(enc::vop3p, (x >> 16) & 0x7F, T.find(enc::vop3p, (x >> 16) & 0x7F));
+    d.dst = x & 0xFF;
+    d.neg_hi = (x >> 8) & 7, d.opsel = (x >> 11) & 7, d.clamp = (x >> 15) & 1;
+    d.src[0] = y & 0x1FF, d.src[1] = (y >> 9) & 0x1FF, d.src[2] = (y >> 18) & 0x1FF;
+    d.opsel_hi = static_cast<std::uint8_t>(((y >> 27) & 3) | (((x >> 14) & 1) << 2));
+    d.neg = (y >> 29) & 7;
+    d.words = 2;
+    detail::take_literal(d, w, avail, 2);
+  } else if ((x >> 26) == 0x32) {  // VOPD
+    const unsigned opx = (x >> 22) & 0xF, opy = (x >> 17) & 0x1F;
+    const opcode_entry* ex = T.find(enc::vopd, opx);
+    const opcode_entry* ey = T.find(enc::vopd_y, opy);
+    set(enc::vopd, opx, ex && ey ? ex : nullptr);
+    d.codey = static_cast<std::uint16_t>(opy);
+    if (ey) d.oy = ey->o, d.namey = ey->name;
+    d.src[0] = x & 0x1FF, d.src[1] = static_cast<std::uint16_t>(op_vgpr0 + ((x >> 9) & 0xFF));
+    d.srcy[0] = y & 0x1FF, d.srcy[1] = static_cast<std::uint16_t>(op_vgpr0 + ((y >> 9) & 0xFF));
+    d.dst = (y >> 24) & 0xFF;
+    d.dsty = static_cast<std::uint16_t>((((y >> 17) & 0x7F) << 1) | ((d.dst & 1) ^ 1));
+    d.words = 2;
+    const bool lit = d.src[0] == op_literal || d.srcy[0] == op_literal || (ex && (ex->o == op::v_fmaak_f32 || ex->o == op::v_fmamk_f32)) ||
+                     (ey && (ey->o == op::v_fmaak_f32 || ey->o == op::v_fmamk_f32));
+    if (lit) d.literal = avail > 2 ? w[2] : 0, d.words = 3;
+  } else if ((x >> 26) == 0x37 && !gfx12) {  // FLAT / GLOBAL / SCRATCH
+    const unsigned seg = (x >> 16) & 3, code = (x >> 18) & 0x7F;
+    const enc e = seg == 0 ? enc::flat : seg == 1 ? enc::scratch : enc::global;
+    set(e, code, seg == 3 ? nullptr : T.find(e, code));
+    d.glc = (x >> 14) & 1, d.slc = (x >> 15) & 1, d.dlc = (x >> 13) & 1;
+    d.imm = seg == 0 ? static_cast<std::int32_t>(x & 0xFFF) : static_cast<std::int32_t>(x << 19) >> 19;
+    d.src[0] = y & 0xFF, d.data0 = (y >> 8) & 0xFF, d.soff = (y >> 16) & 0x7F, d.sve = (y >> 23) & 1;
+    d.dst = (y >> 24) & 0xFF;
+    d.words = 2;
+  } else if ((x >> 26) == 0x36) {  // DS
+    set(enc::ds, (x >> 18) & 0xFF, T.find(enc::ds, (x >> 18) & 0xFF));
+    d.imm = x & 0xFF, d.off1 = (x >> 8) & 0xFF;
+    d.src[0] = y & 0xFF, d.data0 = (y >> 8) & 0xFF, d.data1 = (y >> 16) & 0xFF, d.dst = (y >> 24) & 0xFF;
+    d.words = 2;
+  } else if ((x >> 25) == 0x3F) {  // VOP1
+    set(enc::vop1, (x >> 9) & 0xFF, T.find(enc::vop1, (x >> 9) & 0xFF));
+    d.dst = (x >> 17) & 0xFF, d.src[0] = x & 0x1FF;
+    detail::take_literal(d, w, avail, 1);
+  } else if ((x >> 25) == 0x3E) {  // VOPC
+    set(enc::vopc, (x >> 17) & 0xFF, T.find(enc::vopc, (x >> 17) & 0xFF));
+    d.src[1] = static_cast<std::uint16_t>(op_vgpr0 + ((x >> 9) & 0xFF)), d.src[0] = x & 0x1FF;
+    detail::take_literal(d, w, avail, 1);
+  } else if ((x >> 31) == 0) {  // VOP2
+    set(enc::vop2, (x >> 25) & 0x3F, T.find(enc::vop2, (x >> 25) & 0x3F));
+    d.dst = (x >> 17) & 0xFF;
+    d.src[1] = static_cast<std::uint16_t>(op_vgpr0 + ((x >> 9) & 0xFF)), d.src[0] = x & 0x1FF;
+    detail::take_literal(d, w, avail, 1, d.o == op::v_fmamk_f32 || d.o == op::v_fmaak_f32 || d.o == op::v_fmamk_f16 || d.o == op::v_fmaak_f16);
+  }
+  const bool valu = d.e == enc::vop1 || d.e == enc::vop2 || d.e == enc::vopc || d.e == enc::vop3 || d.e == enc::vop3p;
+  if (valu && (d.src[0] == 0xFA || d.src[0] == 0xE9 || d.src[0] == 0xEA))
+    d.o = op::none;  // DPP / DPP8 source markers: the DPP forms are not decoded
+  return d;
+}
+
+[[nodiscard]] inline insn decode_gfx11(const std::uint32_t* w, unsigned avail) noexcept {
+  return decode_rdna(w, avail, gfx11_opcodes, false);
+}
+
+}  // namespace aqueduct::emu::isa
