@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <thread>
+#include <tuple>
 
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
@@ -51,18 +52,27 @@ bool within(std::chrono::milliseconds limit, Pred pred) {
 
 void open_gate(rt::buffer<std::uint32_t>& gate) { std::atomic_ref<std::uint32_t>(gate[0]).store(1, std::memory_order_release); }
 
+// An emulated MI300X with the held kernel loaded, a closed gate, `out` zeroed, a 16-slot queue.
+struct rig {
+  explicit rig(std::size_t out_n = 4) : out(gpu.alloc<std::uint32_t>(out_n, rt::memory_kind::host)) {
+    gate[0] = 0;
+    for (std::size_t i = 0; i < out_n; ++i) out[i] = 0;
+  }
+  rt::system sys = rt::system::open({.machine = "mi300x"});
+  const rt::agent& gpu = sys.default_agent();
+  rt::executable exe = aq::emu::load(gpu, kernels());
+  rt::untyped_kernel k = exe.get_untyped_kernel("held");
+  rt::buffer<std::uint32_t> gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
+  rt::buffer<std::uint32_t> out;
+  rt::queue q = gpu.make_queue(aq::aql, {.slots = 16});
+  auto parts() { return std::tie(gpu, exe, k, gate, out, q); }
+};
+
 }  // namespace
 
 TEST_CASE("a wait returns when the kernel has completed, not when the read index passed it") {
-  auto sys = rt::system::open({.machine = "mi300x"});
-  const auto& gpu = sys.default_agent();
-  auto exe = aq::emu::load(gpu, kernels());
-  auto k = exe.get_untyped_kernel("held");
-  auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
-  auto out = gpu.alloc<std::uint32_t>(4, rt::memory_kind::host);
-  gate[0] = 0;
-  for (int i = 0; i < 4; ++i) out[i] = 0;
-  auto q = gpu.make_queue(aq::aql, {.slots = 16});
+  rig rg;
+  auto [gpu, exe, k, gate, out, q] = rg.parts();
   // Two workgroups: the processor's workers run them, the processor goes on.
   const auto t = q.dispatch(k, rt::grid{2}, rt::block{1}, gate, out, 0u, 7u);
   // Control: the device launched it — the read index is past it — yet it runs.
@@ -83,16 +93,9 @@ TEST_CASE("a wait returns when the kernel has completed, not when the read index
 }
 
 TEST_CASE("packets complete out of order: a later short kernel's wait returns while an earlier one runs") {
-  auto sys = rt::system::open({.machine = "mi300x"});
-  const auto& gpu = sys.default_agent();
-  auto exe = aq::emu::load(gpu, kernels());
-  auto k = exe.get_untyped_kernel("held");
+  rig rg;
+  auto [gpu, exe, k, gate, out, q] = rg.parts();
   auto store = exe.get_untyped_kernel("store");
-  auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
-  auto out = gpu.alloc<std::uint32_t>(4, rt::memory_kind::host);
-  gate[0] = 0;
-  for (int i = 0; i < 4; ++i) out[i] = 0;
-  auto q = gpu.make_queue(aq::aql, {.slots = 16});
   const auto long_one = q.dispatch(k, rt::grid{2}, rt::block{1}, gate, out, 0u, 7u);
   const auto short_one = q.dispatch(store, rt::grid{1}, rt::block{1}, out, 1u, 9u);  // no barrier bit
   // A queue that judged packets by one in-order counter would wait for the held kernel here.
@@ -106,17 +109,10 @@ TEST_CASE("packets complete out of order: a later short kernel's wait returns wh
 }
 
 TEST_CASE("a kernarg slot is not reused while the kernel that reads it runs") {
-  auto sys = rt::system::open({.machine = "mi300x"});
-  const auto& gpu = sys.default_agent();
-  auto exe = aq::emu::load(gpu, kernels());
-  auto k = exe.get_untyped_kernel("held");
-  auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
+  rig rg(32);
+  auto [gpu, exe, k, gate, out, q] = rg.parts();
   auto open = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);  // an open gate for the others
-  auto out = gpu.alloc<std::uint32_t>(32, rt::memory_kind::host);
-  gate[0] = 0;
   open[0] = 1;
-  for (int i = 0; i < 32; ++i) out[i] = 0;
-  auto q = gpu.make_queue(aq::aql, {.slots = 16});
   const auto first = q.dispatch(k, rt::grid{2}, rt::block{1}, gate, out, 0u, 111u);  // slot 0, held
   for (std::uint32_t i = 1; i < 16; ++i) q.dispatch(k, rt::grid{1}, rt::block{1}, open, out, i, 100 + i);
   // Packet 16 goes to slot 0 again: its kernargs would replace the held kernel's.
@@ -144,15 +140,8 @@ TEST_CASE("a kernarg slot is not reused while the kernel that reads it runs") {
 }
 
 TEST_CASE("a caller's completion signal is decremented only after the dispatch completed") {
-  auto sys = rt::system::open({.machine = "mi300x"});
-  const auto& gpu = sys.default_agent();
-  auto exe = aq::emu::load(gpu, kernels());
-  auto k = exe.get_untyped_kernel("held");
-  auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
-  auto out = gpu.alloc<std::uint32_t>(4, rt::memory_kind::host);
-  gate[0] = 0;
-  for (int i = 0; i < 4; ++i) out[i] = 0;
-  auto q = gpu.make_queue(aq::aql, {.slots = 16});
+  rig rg;
+  auto [gpu, exe, k, gate, out, q] = rg.parts();
   auto sig = gpu.make_signal(1);
   rt::dispatch_options o;
   o.completion_signal = sig.ref();
@@ -170,15 +159,8 @@ TEST_CASE("a caller's completion signal is decremented only after the dispatch c
 }
 
 TEST_CASE("raw packets through aql(): a wait and finish see their completion through a marker") {
-  auto sys = rt::system::open({.machine = "mi300x"});
-  const auto& gpu = sys.default_agent();
-  auto exe = aq::emu::load(gpu, kernels());
-  auto k = exe.get_untyped_kernel("held");
-  auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
-  auto out = gpu.alloc<std::uint32_t>(4, rt::memory_kind::host);
-  gate[0] = 0;
-  for (int i = 0; i < 4; ++i) out[i] = 0;
-  auto q = gpu.make_queue(aq::aql, {.slots = 16});
+  rig rg;
+  auto [gpu, exe, k, gate, out, q] = rg.parts();
   // A held dispatch, then a raw barrier-AND with no completion signal (the queue cannot see it).
   const auto t = q.dispatch(k, rt::grid{2}, rt::block{1}, gate, out, 3u, 4u);
   auto r = q.aql().try_reserve(1);

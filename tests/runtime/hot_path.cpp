@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <thread>
 
@@ -23,15 +24,21 @@ namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 using namespace rt_test;
 
+// An emulated RX 7900 XTX behind a device file that counts every call, the test kernels loaded.
+struct counted_rig {
+  aq::emu::device dev = aq::emu::device::create(aq::emu::machine_config::parse("rx7900xtx"));
+  std::shared_ptr<device_counts> counts = std::make_shared<device_counts>();
+  rt::system sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev, counts), &dev).value();
+  const rt::agent& gpu = sys.default_agent();
+  rt::executable exe = aq::emu::load(gpu, test_kernels());
+};
+
 TEST_CASE("dispatch hot path: no allocation, no device-file call (with controls)") {
-  auto dev = aq::emu::device::create(aq::emu::machine_config::parse("rx7900xtx"));
-  auto counts_ptr = std::make_shared<device_counts>();
-  device_counts& counts = *counts_ptr;
-  auto sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev, counts_ptr), &dev);
-  REQUIRE(sys.has_value());
-  REQUIRE(sys->emulated());
-  const auto& gpu = sys->default_agent();
-  auto exe = aq::emu::load(gpu, test_kernels());
+  counted_rig c;
+  device_counts& counts = *c.counts;
+  REQUIRE(c.sys.emulated());
+  const auto& gpu = c.gpu;
+  auto& exe = c.exe;
   auto store = exe.get_untyped_kernel("store");
   constexpr std::uint32_t n = 2000;
   auto out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
@@ -76,13 +83,10 @@ TEST_CASE("dispatch hot path: no allocation, no device-file call (with controls)
 // no failure built and thrown away — here every round wraps the 64-slot ring again while the
 // earlier packets have completed without anyone refreshing the frontier.
 TEST_CASE("dispatch hot path: a ring that wraps while its packets complete allocates nothing") {
-  auto dev = aq::emu::device::create(aq::emu::machine_config::parse("rx7900xtx"));
-  auto counts_ptr = std::make_shared<device_counts>();
-  device_counts& counts = *counts_ptr;
-  auto sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev, counts_ptr), &dev);
-  REQUIRE(sys.has_value());
-  const auto& gpu = sys->default_agent();
-  auto exe = aq::emu::load(gpu, test_kernels());
+  counted_rig c;
+  device_counts& counts = *c.counts;
+  const auto& gpu = c.gpu;
+  auto& exe = c.exe;
   auto store = exe.get_untyped_kernel("store");
   constexpr std::uint32_t rounds = 40, per_round = 48, n = rounds * per_round;
   auto out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
@@ -121,13 +125,10 @@ TEST_CASE("dispatch hot path: a ring that wraps while its packets complete alloc
 }
 
 TEST_CASE("PM4 dispatch and SDMA copy hot paths: no allocation, no device-file call") {
-  auto dev = aq::emu::device::create(aq::emu::machine_config::parse("rx7900xtx"));
-  auto counts_ptr = std::make_shared<device_counts>();
-  device_counts& counts = *counts_ptr;
-  auto sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev, counts_ptr), &dev);
-  REQUIRE(sys.has_value());
-  const auto& gpu = sys->default_agent();
-  auto exe = aq::emu::load(gpu, test_kernels());
+  counted_rig c;
+  device_counts& counts = *c.counts;
+  const auto& gpu = c.gpu;
+  auto& exe = c.exe;
   auto store = get<store_kernel>(exe, "store");
   constexpr std::uint32_t n = 200;  // within the PM4 queue's 256 command slots: no slot-reuse wait
   auto out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
