@@ -18,10 +18,12 @@
 #include <aqueduct/emu/device.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace aq = aqueduct;
 namespace kfd = aqueduct::kfd;
@@ -36,7 +38,8 @@ void usage(std::FILE* to) {
       "  --sysfs DIR        read a KFD topology tree in sysfs format from DIR (no device needed)\n"
       "  --emulate PRESETS  use the emulated device, e.g. --emulate mi300x or --emulate 2*rx7900xtx\n"
       "                     (presets: mi300x, rx7900xtx, mi250x, rx6900xt, ...)\n"
-      "  without flags      use /dev/kfd and /sys/class/kfd/kfd/topology\n",
+      "  without flags      $AQUEDUCT_EMULATE=PRESETS if set (as every aqueduct program), else /dev/kfd\n"
+      "                     and /sys/class/kfd/kfd/topology\n",
       to);
 }
 
@@ -182,6 +185,11 @@ int main(int argc, char** argv) {
       sysfs = a.substr(8);
     } else if (a.rfind("--emulate=", 0) == 0) {
       emulate = a.substr(10);
+    } else if (a == "--sysfs" || a == "--emulate") {
+      std::fprintf(stderr, "aqueduct-info: %s needs a value: %s\n", a.c_str(),
+                   a == "--sysfs" ? "--sysfs DIR (a KFD topology tree)"
+                                  : "--emulate PRESETS, e.g. --emulate mi300x (presets: mi300x, rx7900xtx, mi250x, rx6900xt)");
+      return exit_usage;
     } else if (a == "-h" || a == "--help") {
       usage(stdout);
       return 0;
@@ -196,10 +204,23 @@ int main(int argc, char** argv) {
     return exit_usage;
   }
   if (sysfs) return print_topology_only(*sysfs);
+  // Like runtime::system::open: $AQUEDUCT_EMULATE (unless off/0/none/no) picks the emulated device
+  // when no flag says otherwise.
+  std::string emulate_from = "--emulate";
+  if (!emulate) {
+    if (const char* env = std::getenv("AQUEDUCT_EMULATE"); env && *env) {
+      const std::string_view v(env);
+      if (v != "off" && v != "0" && v != "none" && v != "no") {
+        emulate = std::string(v);
+        emulate_from = "AQUEDUCT_EMULATE=";
+      }
+    }
+  }
   if (emulate) {
     auto cfg = aq::emu::machine_config::try_parse(*emulate);
     if (!cfg) {
-      std::fprintf(stderr, "aqueduct-info: --emulate %s: %s\n", emulate->c_str(), cfg.get_failure().describe().c_str());
+      std::fprintf(stderr, "aqueduct-info: %s%s%s: %s\n", emulate_from.c_str(), emulate_from == "--emulate" ? " " : "",
+                   emulate->c_str(), cfg.get_failure().describe().c_str());
       return exit_usage;
     }
     auto dev = aq::emu::device::try_create(std::move(*cfg));
@@ -207,7 +228,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "aqueduct-info: %s\n", dev.get_failure().describe().c_str());
       return exit_error;
     }
-    return print_device(std::move(*dev), "emulated device");
+    const std::string source = emulate_from == "--emulate" ? std::string("emulated device")
+                                                            : "emulated device (AQUEDUCT_EMULATE=" + *emulate + ")";
+    return print_device(std::move(*dev), source.c_str());
   }
   auto dev = kfd::linux_device::try_open();
   if (dev && kfd::has_render_node_enumeration) {

@@ -5,14 +5,32 @@
 // code-object version, kernels with descriptor fields and arguments. --agent TARGET adds
 // "selected: BUNDLE_ID (exact|generic|extended)" or "selected: none (REASON)".
 #include <aqueduct/abi/kernel_descriptor.hpp>
+#include <aqueduct/arch/processors.hpp>
 #include <aqueduct/code/fat_binary.hpp>
 #include <aqueduct/code/metadata.hpp>
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <string_view>
 #include <string>
 
 namespace code = aqueduct::code;
+
+// Bytes from the file (bundle IDs, names, details that quote them) as text that cannot drive the
+// terminal: control characters, DEL and non-ASCII bytes become \xNN.
+static std::string printable(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') out.push_back(static_cast<char>(c));
+    else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
 
 static void print_code_object(const code::code_object& co, const char* indent) {
   auto t = code::target_of(co);
@@ -22,12 +40,12 @@ static void print_code_object(const code::code_object& co, const char* indent) {
   std::printf("%scode object version: %d%s\n", indent, co.version(), co.relocatable() ? " (ET_REL, not loadable)" : "");
   if (co.generic_version()) std::printf("%sgeneric version: %u\n", indent, co.generic_version());
   auto md = co.metadata_note() ? code::try_parse_metadata(*co.metadata_note()) : aqueduct::result<code::code_object_metadata>(code::code_object_metadata{});
-  if (!md) std::printf("%smetadata: error: %s\n", indent, md.get_failure().describe().c_str());
-  else if (!md->target.empty()) std::printf("%smetadata target: %s (amdhsa.version %u.%u)\n", indent, md->target.c_str(), md->version_major, md->version_minor);
+  if (!md) std::printf("%smetadata: error: %s\n", indent, printable(md.get_failure().describe()).c_str());
+  else if (!md->target.empty()) std::printf("%smetadata target: %s (amdhsa.version %u.%u)\n", indent, printable(md->target).c_str(), md->version_major, md->version_minor);
   for (const auto& k : co.kernels()) {
     aqueduct::abi::kernel_descriptor kd;  // spec §3.1 layout (abi/kernel_descriptor.hpp)
     std::memcpy(&kd, k.descriptor.data(), sizeof kd);
-    std::printf("%skernel %.*s (%.*s at 0x%llx)\n", indent, int(k.name.size()), k.name.data(), int(k.kd_symbol.size()), k.kd_symbol.data(),
+    std::printf("%skernel %s (%s at 0x%llx)\n", indent, printable(k.name).c_str(), printable(k.kd_symbol).c_str(),
                 static_cast<unsigned long long>(k.kd_address));
     std::printf("%s  group_segment_fixed_size %u, private_segment_fixed_size %u, kernarg_size %u\n", indent, kd.group_segment_fixed_size,
                 kd.private_segment_fixed_size, kd.kernarg_size);
@@ -66,17 +84,33 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: aqueduct-objdump FILE [--agent TARGET] [--extended] [--gfx11-directional] [-v]\n");
     return 2;
   }
+  std::optional<code::target_id> target;
+  if (!agent.empty()) {
+    auto t = code::target_id::try_parse(agent);
+    if (!t) {
+      std::fprintf(stderr, "aqueduct-objdump: --agent %s: %s\n", printable(agent).c_str(), t.get_failure().describe().c_str());
+      return 2;
+    }
+    if (!aqueduct::arch::find_processor(t->processor)) {
+      std::fprintf(stderr,
+                   "aqueduct-objdump: --agent %s: unknown processor '%s'; give an LLVM processor name such as gfx942 or "
+                   "gfx1100 (or a generic target such as gfx11-generic), optionally with :sramecc+/- and :xnack+/-\n",
+                   printable(agent).c_str(), printable(t->processor).c_str());
+      return 2;
+    }
+    target = *t;
+  }
   auto bytes = code::try_read_file(file);
   if (!bytes) {
-    std::fprintf(stderr, "aqueduct-objdump: %s\n", bytes.get_failure().describe().c_str());
+    std::fprintf(stderr, "aqueduct-objdump: %s\n", printable(bytes.get_failure().describe()).c_str());
     return 1;
   }
   auto fb = code::fat_binary::try_open(*bytes);
   if (!fb) {
-    std::fprintf(stderr, "aqueduct-objdump: %s: %s\n", file.c_str(), fb.get_failure().describe().c_str());
+    std::fprintf(stderr, "aqueduct-objdump: %s: %s\n", printable(file).c_str(), printable(fb.get_failure().describe()).c_str());
     return 1;
   }
-  std::printf("%s: %s%s\n", file.c_str(), std::string(code::to_string(fb->format())).c_str(),
+  std::printf("%s: %s%s\n", printable(file).c_str(), std::string(code::to_string(fb->format())).c_str(),
               fb->from_host_object() ? " (from .hip_fatbin of a host object)" : "");
   if (fb->ccob())
     std::printf("CCOB version %u, %s, %llu compressed -> %llu bytes, hash 0x%016llx\n", fb->ccob()->version,
@@ -91,19 +125,15 @@ int main(int argc, char** argv) {
       auto co = code::code_object::try_parse(e.data);
       if (co) proc = code::target_of(*co).to_string();
       else if (e.size != 0) proc = "(not a code object)";
-      std::printf("  %-50.*s %8llu  %s\n", int(e.id.size()), e.id.data(), static_cast<unsigned long long>(e.size), proc.c_str());
+      const std::string id = printable(e.id);
+      std::printf("  %-50s %8llu  %s\n", id.c_str(), static_cast<unsigned long long>(e.size), proc.c_str());
       if (verbose && co) print_code_object(*co, "      ");
     }
   }
-  if (!agent.empty()) {
-    auto t = code::target_id::try_parse(agent);
-    if (!t) {
-      std::fprintf(stderr, "aqueduct-objdump: --agent %s: %s\n", agent.c_str(), t.get_failure().describe().c_str());
-      return 2;
-    }
-    auto sel = fb->try_select(*t, pol);
-    if (sel) std::printf("selected: %s (%s) - %s\n", sel->bundle_id.c_str(), std::string(code::to_string(sel->match.kind)).c_str(), sel->match.why.c_str());
-    else std::printf("selected: none (%s)\n", std::string(sel.detail()).c_str());
+  if (target) {
+    auto sel = fb->try_select(*target, pol);
+    if (sel) std::printf("selected: %s (%s) - %s\n", printable(sel->bundle_id).c_str(), std::string(code::to_string(sel->match.kind)).c_str(), printable(sel->match.why).c_str());
+    else std::printf("selected: none (%s)\n", printable(sel.detail()).c_str());
   }
   return 0;
 }

@@ -5,6 +5,10 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 std::string run(const std::string& args) {
@@ -53,4 +57,65 @@ TEST_CASE("objdump: a code object's processor, features, version and kernels") {
   CHECK(has(out, "arg @96 size 2 hidden_grid_dims"));
   auto bad = run(fx::path("ccob/payload.md5"));
   CHECK(has(bad, "unsupported format"));
+}
+
+// Issue 13: bounded reads, unknown processors and terminal escapes.
+namespace {
+int run_rc(const std::string& args, std::string& out) {
+  const char* exe = std::getenv("AQUEDUCT_OBJDUMP");
+  REQUIRE(exe != nullptr);
+  FILE* p = popen((std::string(exe) + " " + args + " 2>&1").c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+}  // namespace
+
+TEST_CASE("bug 15: aqueduct-objdump /dev/zero is a clean error naming the path, not an endless read") {
+  std::string out;
+  const int rc = run_rc("/dev/zero", out);
+  INFO(out);
+  CHECK(rc == 1);  // before: std::bad_alloc, SIGABRT (134)
+  CHECK(has(out, "/dev/zero"));
+  CHECK(has(out, "device"));
+}
+
+TEST_CASE("message: aqueduct-objdump --agent garbage is refused as an unknown processor") {
+  std::string out;
+  const int rc = run_rc(fx::path("bundle/generic.co") + " --agent garbage", out);
+  INFO(out);
+  CHECK(rc == 2);
+  CHECK(has(out, "--agent garbage"));
+  CHECK(has(out, "unknown processor"));
+  CHECK_FALSE(has(out, "selected:"));
+  std::string ok;
+  CHECK(run_rc(fx::path("bundle/generic.co") + " --agent gfx1100", ok) == 0);  // control
+}
+
+TEST_CASE("message: bundle IDs with terminal escape sequences are printed escaped") {
+  // A clang offload bundle (spec/code-objects.md §5.1): magic, u64 count, then per entry u64
+  // offset, u64 size, u64 id length, id; one empty entry whose ID clears the screen.
+  const std::string id = "host-x86_64-unknown-linux-gnu\x1b[2J\x1b]0;owned\x07";
+  std::string b = "__CLANG_OFFLOAD_BUNDLE__";
+  auto u64 = [&](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) b.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  u64(1);
+  const std::uint64_t data_at = 24 + 8 + 24 + id.size();
+  u64(data_at);
+  u64(0);
+  u64(id.size());
+  b += id;
+  const std::string path = "/tmp/aqueduct-escape-" + std::to_string(::getpid()) + ".co";
+  { std::ofstream(path, std::ios::binary) << b; }
+  std::string out;
+  const int rc = run_rc(path, out);
+  ::unlink(path.c_str());
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK(has(out, "\\x1b[2J"));
+  CHECK(out.find('\x1b') == std::string::npos);
+  CHECK(out.find('\x07') == std::string::npos);
 }

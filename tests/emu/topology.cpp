@@ -3,10 +3,16 @@
 // §6.5 H (RX 7900 XTX), §3.1 (doorbell slice).
 #include "emu_session.hpp"
 
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace emu_test;
 
@@ -112,4 +118,38 @@ TEST_CASE("pre-71776e0965f9 kernels do not export the CWSR sizes") {
   CHECK(p.count("cwsr_size") == 0);
   CHECK(p.count("ctl_stack_size") == 0);
   CHECK(p.at("num_xcc") == 1);
+}
+
+// Issue 13 bug 16: a program on the emulator that aborts (or is killed, or Ctrl-C'd) left its
+// temporary topology tree behind, and dozens accumulated. The next device created anywhere must
+// remove the trees of processes that no longer exist, and leave a live process's tree alone.
+TEST_CASE("bug 16: the topology tree of an aborted process is gone once another device is created") {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    auto dev = emu::device::try_create(emu::machine_config::parse("mi300x"));
+    const std::string root = dev ? dev->sysfs_root().string() : std::string();
+    (void)!::write(fds[1], root.data(), root.size());
+    ::close(fds[1]);
+    ::kill(::getpid(), SIGKILL);  // like kill -9 (or an abort): no destructor, no handler runs
+    ::_exit(3);
+  }
+  ::close(fds[1]);
+  char buf[4096];
+  const ssize_t n = ::read(fds[0], buf, sizeof buf);
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  REQUIRE(WIFSIGNALED(status));
+  REQUIRE(n > 0);
+  const std::filesystem::path orphan(std::string(buf, static_cast<std::size_t>(n)));
+  REQUIRE(std::filesystem::exists(orphan / "generation_id"));  // control: abort did leave it
+  session live(emu::machine_config::parse("mi300x"));        // any new device sweeps
+  CHECK_FALSE(std::filesystem::exists(orphan));
+  CHECK(std::filesystem::exists(live.dev.sysfs_root() / "generation_id"));
+  // A second device in this (live) process keeps the first one's tree.
+  session second(emu::machine_config::parse("rx7900xtx"));
+  CHECK(std::filesystem::exists(live.dev.sysfs_root() / "generation_id"));
 }

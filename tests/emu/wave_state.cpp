@@ -248,3 +248,30 @@ TEST_CASE("packed vs separate work-item ids, workgroup info, kernarg preload") {
   CHECK(split[0].v1[45] == 3);
   CHECK(split[0].v2[45] == 2);
 }
+
+// Issue 13 bug 7: the workgroup count was rounded up in 32 bits, so grid 0xFFFFFFFF with workgroup
+// 1024 gave 0 workgroups (and a division by zero for the workgroup id). HSA: ceil(grid / wg)
+// workgroups, the last one partial: 0xFFFFFFFF = 4,194,303 x 1024 + 1023.
+TEST_CASE("geometry_of: grid near 2^32 rounds up in 64 bits; 2^64 workgroups are reported") {
+  abi::kernel_dispatch_packet p{};
+  p.grid_size_x = 0xFFFFFFFFu;
+  p.grid_size_y = p.grid_size_z = 1;
+  p.workgroup_size_x = 1024;
+  p.workgroup_size_y = p.workgroup_size_z = 1;
+  const auto first = emu::geometry_of(p, 0);
+  CHECK(first.count[0] == 4'194'304u);
+  CHECK(first.size[0] == 1024u);
+  const auto last = emu::geometry_of(p, 4'194'303);
+  CHECK(last.id[0] == 4'194'303u);
+  CHECK(last.size[0] == 1023u);
+  std::uint64_t total = 0;
+  CHECK(emu::total_workgroups(first, total));
+  CHECK(total == 4'194'304u);
+  p.grid_size_x = p.grid_size_y = 1u << 31;  // 2^31 x 2^31 x 4 single-item workgroups = 2^64
+  p.grid_size_z = 4;
+  p.workgroup_size_x = 1;
+  CHECK_FALSE(emu::total_workgroups(emu::geometry_of(p, 0), total));
+  p.grid_size_z = 3;  // 3 x 2^62 fits
+  CHECK(emu::total_workgroups(emu::geometry_of(p, 0), total));
+  CHECK(total == 3ull << 62);
+}

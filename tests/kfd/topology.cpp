@@ -213,3 +213,38 @@ TEST_CASE("the checked-in tree of tests/kfd/data parses") {
   REQUIRE(topo->gpu_nodes().size() == 1);
   CHECK(topo->gpu_nodes()[0]->cwsr().cwsr_size == 23203840);
 }
+
+// Issue 13: nonsense sysfs values were accepted (simd_count -5 became 2^64 - 5), a properties
+// file that is /dev/zero (or huge) was read until std::bad_alloc, and a missing file gave no errno.
+TEST_CASE("nonsense sysfs: negative values, endless files and missing files are errors naming the file") {
+  SUBCASE("simd_count -5") {
+    temp_tree t;
+    t.mi300x(true);
+    t.write("nodes/1/properties", "simd_count -5\nsimd_per_cu 4\ngfx_target_version 90402\n");
+    auto r = kfd::try_read_topology(t.root);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error() == errc::topology_error);
+    const std::string d(r.detail());
+    INFO(d);
+    CHECK(d.find("nodes/1/properties:1:") != std::string::npos);
+    CHECK(d.find("simd_count -5") != std::string::npos);
+    CHECK(d.find("negative") != std::string::npos);
+  }
+  SUBCASE("a properties file that is /dev/zero") {
+    temp_tree t;
+    t.mi300x(true);
+    fs::remove(t.root / "nodes/1/properties");
+    fs::create_symlink("/dev/zero", t.root / "nodes/1/properties");
+    auto r = kfd::try_read_topology(t.root);  // before: read until std::bad_alloc
+    REQUIRE_FALSE(r.has_value());
+    CHECK(std::string(r.detail()).find("nodes/1/properties is longer than 65536 bytes") != std::string::npos);
+  }
+  SUBCASE("a missing properties file names the errno") {
+    temp_tree t;
+    t.mi300x(true);
+    fs::remove(t.root / "nodes/1/properties");
+    auto r = kfd::try_read_topology(t.root);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(std::string(r.detail()).find("No such file or directory") != std::string::npos);
+  }
+}

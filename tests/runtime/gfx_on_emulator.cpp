@@ -69,3 +69,36 @@ TEST_CASE("gfx code object on the emulator: loaded, refused at the gate, and the
   CHECK(std::string(w.detail()).find("no emulated code") != std::string::npos);
   CHECK(std::string(w.detail()).find("KERNEL_DISPATCH") != std::string::npos);  // the packet, decoded
 }
+
+// Issue 13 bug 10: a code object for another processor was accepted (only "emulated vs real" was
+// checked); on hardware the wrong ISA would be dispatched. Both directions, with clang-19's
+// gfx942 and gfx1100 builds of one kernel: refused at load, naming both processors.
+TEST_CASE("bug 10: a gfx942 code object on a gfx1100 agent and the reverse are refused at load") {
+  struct c {
+    const char* env;
+    const char* code;
+    const char* machine;
+    const char* agent;
+  };
+  for (const c& x : {c{"AQUEDUCT_RT_GFX_CO", "gfx942", "rx7900xtx", "gfx1100"},
+                     c{"AQUEDUCT_RT_GFX1100_CO", "gfx1100", "mi300x", "gfx942"}}) {
+    const std::string code_processor = x.code;
+    CAPTURE(code_processor);
+    const char* path = std::getenv(x.env);
+    REQUIRE(path != nullptr);
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in.good());
+    std::vector<std::byte> bytes;
+    for (char ch; in.get(ch);) bytes.push_back(static_cast<std::byte>(ch));
+    auto sys = rt::system::open({.machine = x.machine});
+    const auto& gpu = sys.default_agent();
+    REQUIRE(gpu.gfx_name() == x.agent);
+    auto exe = gpu.try_load(std::span<const std::byte>(bytes));
+    REQUIRE_FALSE(exe.has_value());
+    CHECK(exe.error() == aq::errc::no_compatible_isa);
+    const std::string d(exe.detail());
+    INFO(d);
+    CHECK(d.find(x.code) != std::string::npos);
+    CHECK(d.find(x.agent) != std::string::npos);
+  }
+}

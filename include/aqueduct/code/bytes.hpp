@@ -8,10 +8,12 @@
 
 #include <aqueduct/core/result.hpp>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <span>
 #include <string>
@@ -95,20 +97,40 @@ inline std::string hex(std::uint64_t v) {
   return buf;
 }
 
-// Reads a whole file (io_error with path and errno text on failure).
-inline result<std::vector<std::byte>> try_read_file(const std::string& path) {
+// The most try_read_file reads unless told otherwise (the largest offload bundles seen are a few
+// hundred MiB).
+inline constexpr std::uint64_t default_max_file_bytes = std::uint64_t{1} << 30;
+
+// Reads a whole file, at most `max_bytes` (io_error with the path and errno text on failure).
+// Devices (/dev/zero) are refused before reading: their size is unknown and often endless; a
+// pipe is read up to the limit.
+inline result<std::vector<std::byte>> try_read_file(const std::string& path, std::uint64_t max_bytes = default_max_file_bytes) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && (st.type() == std::filesystem::file_type::character || st.type() == std::filesystem::file_type::block))
+    return failure(errc::io_error, path + " is a device, not a file: give the path of a code object file");
+  if (!ec && st.type() == std::filesystem::file_type::directory)
+    return failure(errc::io_error, path + " is a directory, not a file");
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return failure(errc::io_error, "cannot open " + path);
+  if (!f) return failure(errc::io_error, "cannot open " + path + ": " + std::strerror(errno));
   std::vector<std::byte> out;
   std::byte buf[65536];
+  bool too_big = false;
   for (;;) {
     std::size_t n = std::fread(buf, 1, sizeof buf, f);
+    if (out.size() + n > max_bytes) {
+      too_big = true;
+      break;
+    }
     out.insert(out.end(), buf, buf + n);
     if (n < sizeof buf) break;
   }
-  bool bad = std::ferror(f) != 0;
+  const int err = std::ferror(f) ? errno : 0;
   std::fclose(f);
-  if (bad) return failure(errc::io_error, "read error on " + path);
+  if (too_big)
+    return failure(errc::io_error, path + " is larger than " + std::to_string(max_bytes) +
+                                       " bytes (the limit of try_read_file's max_bytes)");
+  if (err != 0 || out.size() > max_bytes) return failure(errc::io_error, "read error on " + path + ": " + std::strerror(err));
   return out;
 }
 inline std::vector<std::byte> read_file(const std::string& path) { return try_read_file(path).value(); }

@@ -13,6 +13,7 @@
 #include <aqueduct/code/bytes.hpp>
 #include <aqueduct/core/result.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -44,6 +45,15 @@ struct value {
   }
 };
 
+// The most values one document may hold. Each value costs sizeof(value) (~100 bytes) of tree: a
+// note of n bytes could otherwise hold n one-byte values and cost 100 n bytes (a 256 MiB note,
+// 25 GB). Code-object metadata holds a few hundred values per kernel; 2^20 values is thousands of
+// kernels and at most ~100 MiB of tree.
+inline constexpr std::uint64_t max_values = std::uint64_t{1} << 20;
+// Containers reserve at most this many slots up front; more grow as elements actually parse,
+// so a count that the bytes cannot back costs nothing before it is refused.
+inline constexpr std::uint64_t max_reserve = 256;
+
 namespace detail {
 class parser {
  public:
@@ -53,6 +63,7 @@ class parser {
     if (depth > max_depth) return bad("nesting deeper than " + std::to_string(max_depth));
     auto tag = r_.get<std::uint8_t>(pos_);
     if (!tag) return bad("truncated (expected a value)");
+    if (++values_ > max_values) return bad("more than " + std::to_string(max_values) + " values (msgpack::max_values)");
     ++pos_;
     const std::uint8_t t = *tag;
     value v;
@@ -79,8 +90,11 @@ class parser {
       if (n > (r_.size() - pos_) / (is_map ? 2 : 1)) return bad("count " + std::to_string(n) + " exceeds the remaining bytes");
       value x;
       x.kind = is_map ? type::map : type::array;
-      x.items.reserve(static_cast<std::size_t>(n));
-      if (is_map) x.values.reserve(static_cast<std::size_t>(n));
+      x.items.reserve(static_cast<std::size_t>(std::min(n, max_reserve)));
+      if (is_map) x.values.reserve(static_cast<std::size_t>(std::min(n, max_reserve)));
+      // Every element is a value too: a count beyond what the budget has left is refused now.
+      if (n * (is_map ? 2 : 1) > max_values - values_)
+        return bad("count " + std::to_string(n) + " exceeds msgpack::max_values (" + std::to_string(max_values) + ")");
       for (std::uint64_t k = 0; k < n; ++k) {
         AQUEDUCT_TRY(auto a, parse(depth + 1));
         x.items.push_back(std::move(a));
@@ -158,6 +172,7 @@ class parser {
   }
   byte_reader r_;
   std::uint64_t pos_ = 0;
+  std::uint64_t values_ = 0;
 };
 }  // namespace detail
 

@@ -103,6 +103,20 @@ class host_kernel_registry {
     std::unique_lock lock(mu_);
     map_[std::string(name)] = std::make_shared<const host_kernel_fn>(std::move(fn));
   }
+  // Registers `fn` under a name no other entry has: `name`, or `name` (shortened to fit) with a
+  // "#<n>" suffix when `name` is taken, so two code objects with a kernel of the same name each
+  // keep their own function. Returns the name used.
+  [[nodiscard]] std::string add_unique(std::string_view name, host_kernel_fn fn) {
+    AQUEDUCT_ASSERT(!name.empty() && name.size() <= max_host_kernel_name, "host kernel name length");
+    std::unique_lock lock(mu_);
+    std::string key(name);
+    while (map_.contains(key)) {
+      const std::string suffix = "#" + std::to_string(++serial_);
+      key = std::string(name.substr(0, max_host_kernel_name - suffix.size())) + suffix;
+    }
+    map_[key] = std::make_shared<const host_kernel_fn>(std::move(fn));
+    return key;
+  }
   void remove(std::string_view name) {
     std::unique_lock lock(mu_);
     map_.erase(std::string(name));
@@ -117,6 +131,7 @@ class host_kernel_registry {
  private:
   mutable std::shared_mutex mu_;
   std::map<std::string, std::shared_ptr<const host_kernel_fn>, std::less<>> map_;
+  std::uint64_t serial_ = 0;
 };
 
 }  // namespace aqueduct::emu

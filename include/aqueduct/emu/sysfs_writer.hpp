@@ -6,7 +6,10 @@
 // under /sys/class/kfd/kfd/topology — generation_id, system_properties, nodes/N/{gpu_id, name,
 // properties, mem_banks/0/properties, caches/, io_links/L/properties, p2p_links/} — with the node
 // `properties` keys in the kernel's print order (node_show, spec/kfd.md §6.2), into a private
-// temporary directory that is removed when the tree is destroyed.
+// temporary directory that is removed when the tree is destroyed. A process that dies without
+// destroying it (abort, SIGKILL, Ctrl-C) leaves its tree behind; the name carries the owner's pid
+// (aqueduct-emu-topology-<pid>-XXXXXX), and every new tree first removes the trees of owners that
+// no longer exist, so leftovers never accumulate and no signal handler is needed.
 // gpu_id: a CRC16 of the node's identity like the kernel's (spec/kfd.md §6.4 says any unique
 // non-zero 16-bit value will do; ours is not the kernel's exact input list).
 // Thread safety: a sysfs_tree is immutable after creation.
@@ -17,6 +20,7 @@
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/emu/machine_config.hpp>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -26,6 +30,9 @@
 #include <system_error>
 #include <utility>
 #include <vector>
+
+#include <signal.h>
+#include <unistd.h>
 
 namespace aqueduct::emu {
 
@@ -109,12 +116,42 @@ class sysfs_tree {
     std::error_code ec;
     auto base = std::filesystem::temp_directory_path(ec);
     if (ec) return failure(errc::io_error, "emu sysfs: no temporary directory: " + ec.message());
-    std::string templ = (base / "aqueduct-emu-topology-XXXXXX").string();
+    remove_stale_trees(base);
+    std::string templ = (base / (std::string(tree_prefix) + std::to_string(::getpid()) + "-XXXXXX")).string();
     if (!::mkdtemp(templ.data())) return failure(errc::io_error, "emu sysfs: mkdtemp failed in " + base.string());
     sysfs_tree t;
     t.root_ = templ;
     if (!t.write(cfg, gpus)) return failure(errc::io_error, "emu sysfs: cannot write the tree under " + templ);
     return t;
+  }
+
+  static constexpr std::string_view tree_prefix = "aqueduct-emu-topology-";
+
+  // Removes the trees in `base` whose owner process is gone (kill(pid, 0) == ESRCH). A tree of a
+  // live process, or one whose name does not parse, is left alone. Returns how many it removed.
+  static std::size_t remove_stale_trees(const std::filesystem::path& base) noexcept {
+    std::size_t removed = 0;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (!name.starts_with(tree_prefix)) continue;
+      const std::string_view rest = std::string_view(name).substr(tree_prefix.size());
+      const auto dash = rest.find('-');
+      if (dash == 0 || dash == std::string_view::npos || dash > 9) continue;  // the old, pid-less name
+      long pid = 0;
+      for (char c : rest.substr(0, dash)) {
+        if (c < '0' || c > '9') {
+          pid = 0;
+          break;
+        }
+        pid = pid * 10 + (c - '0');
+      }
+      if (pid <= 0 || pid == ::getpid()) continue;
+      if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+      std::error_code rec;
+      if (std::filesystem::remove_all(it->path(), rec) > 0 && !rec) ++removed;
+    }
+    return removed;
   }
 
  private:

@@ -86,7 +86,11 @@ struct workgroup_geometry {
   std::array<std::uint32_t, 3> count{};  // workgroups in the grid per dimension
 };
 
-[[nodiscard]] constexpr std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) noexcept { return (a + b - 1) / b; }
+// In 64 bits: a + b - 1 overflows 32 bits for a grid near 2^32 (0xFFFFFFFF / 1024 is 4,194,304
+// workgroups, not 0). Precondition: b > 0 (the processors check sizes before asking).
+[[nodiscard]] constexpr std::uint32_t ceil_div(std::uint32_t a, std::uint32_t b) noexcept {
+  return static_cast<std::uint32_t>((std::uint64_t(a) + b - 1) / b);
+}
 
 // Workgroup counts and the geometry of workgroup `linear` (x fastest).
 [[nodiscard]] inline workgroup_geometry geometry_of(const abi::kernel_dispatch_packet& p, std::uint64_t linear) noexcept {
@@ -102,6 +106,14 @@ struct workgroup_geometry {
     g.size[d] = static_cast<std::uint32_t>(std::min<std::uint64_t>(wg[d], grid[d] - start));
   }
   return g;
+}
+
+// The grid's workgroup count, false when it does not fit 64 bits (2^31 x 2^31 x 4 is 2^64).
+[[nodiscard]] inline bool total_workgroups(const workgroup_geometry& g, std::uint64_t& total) noexcept {
+  const std::uint64_t xy = std::uint64_t(g.count[0]) * g.count[1];  // < 2^64: each count < 2^32
+  if (g.count[2] != 0 && xy > ~std::uint64_t{0} / g.count[2]) return false;
+  total = xy * g.count[2];
+  return true;
 }
 
 [[nodiscard]] inline unsigned wave_size_of(const abi::kernel_descriptor& kd, arch::family f) noexcept {

@@ -61,9 +61,9 @@ struct dispatch_plan {
   std::array<std::uint32_t, 16> user_data{};
   unsigned user_data_count = 0;
 
-  [[nodiscard]] std::uint64_t total_workgroups() const noexcept {
-    const workgroup_geometry g = geometry_of(pkt, 0);
-    return std::uint64_t(g.count[0]) * g.count[1] * g.count[2];
+  // The grid's workgroup count; false when it does not fit 64 bits (2^31 x 2^31 x 4 is 2^64).
+  [[nodiscard]] bool try_total_workgroups(std::uint64_t& total) const noexcept {
+    return total_workgroups(geometry_of(pkt, 0), total);
   }
   [[nodiscard]] unsigned wave_size() const noexcept { return wave_size_of(kd, family); }
   // VGPRs a wave has: rsrc1.GRANULATED_WORKITEM_VGPR_COUNT in units of 8 (the largest granule,

@@ -99,6 +99,10 @@ struct buffer_ref {
   [[nodiscard]] T* as() const noexcept { return static_cast<T*>(host); }
 };
 
+// The largest request try_allocate considers (2^47 bytes: x86-64's user half and the GPUVM
+// apertures KFD reports are both at most 2^47 bytes; AMD64 APM vol. 2 §5.3.1 canonical addresses).
+inline constexpr std::uint64_t max_allocation_bytes = std::uint64_t{1} << 47;
+
 // One BO: reserved VA, allocated, optionally CPU-mapped, mapped to the GPU.
 template <device_file F>
 class buffer {
@@ -125,6 +129,12 @@ class buffer {
     b.d_ = d;
     b.gpu_id_ = gpu.gpu_id;
     b.use_ = use;
+    // No address space holds 2^63 bytes; refusing here also keeps the rounding and the
+    // over-reservation below from wrapping (a wrapped span used to trim unrelated mappings).
+    if (size.value > max_allocation_bytes)
+      return failure(errc::out_of_memory, "cannot allocate " + std::to_string(size.value) +
+                                              " bytes: larger than any GPU or process address space (max " +
+                                              std::to_string(max_allocation_bytes) + ")");
     b.size_ = align_up(size.value, page_size);
     const std::uint64_t align = b.size_ >= huge_page_size ? huge_page_size : page_size;
     // 1. reserve VA (over-reserve by the alignment, trim both ends)

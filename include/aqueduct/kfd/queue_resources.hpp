@@ -19,6 +19,7 @@
 #include <aqueduct/kfd/driver.hpp>
 #include <aqueduct/kfd/memory.hpp>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -134,6 +135,34 @@ class queue_resources {
   queue_resources& operator=(const queue_resources&) = delete;
   ~queue_resources() { reset(); }
 
+  // The queue priorities KFD accepts (KFD_MAX_QUEUE_PRIORITY in kfd_priv.h).
+  static constexpr std::uint32_t max_queue_priority = 15;
+
+  // CREATE_QUEUE's errnos that mean "no more queues" become errc::out_of_resources with what to
+  // change (kfd_process_queue_manager.c pqm_create_queue: ENOSPC at the per-process limit of a
+  // device; the emulator also gives EPERM at the device-wide limit and ENOMEM when no HQD / SDMA
+  // queue is free). The errno stays in the text.
+  [[nodiscard]] static failure explain_create_failure(const failure& f, const node& gpu) {
+    std::string why;
+    switch (f.os_errno()) {
+      case ENOSPC:
+        why = "this process has as many queues on gpu_id " + std::to_string(gpu.gpu_id) +
+              " as KFD allows per process (the queue limit); destroy a queue before creating another";
+        break;
+      case EPERM:
+        why = "gpu_id " + std::to_string(gpu.gpu_id) + " has as many queues as it allows (all processes); "
+              "destroy a queue before creating another";
+        break;
+      case ENOMEM:
+        why = "no free hardware queue slot (HQD or SDMA queue) on gpu_id " + std::to_string(gpu.gpu_id) +
+              "; destroy a queue of this kind, or use another kind (an SDMA copy can fall back to a shader copy)";
+        break;
+      default:
+        return f;
+    }
+    return failure(errc::out_of_resources, std::string(f.detail()) + ": " + why, f.os_errno());
+  }
+
   [[nodiscard]] static result<queue_resources> try_create(driver_ref<F> d, const node& gpu,
                                                           const doorbell_pages<F>& doorbells,
                                                           const queue_options& opt) {
@@ -153,6 +182,22 @@ class queue_resources {
       return failure(errc::not_supported, "SDMA queues by engine id need KFD ioctl 1.17; this kernel has " +
                                               std::to_string(d.version().major) + "." +
                                               std::to_string(d.version().minor));
+    // What CREATE_QUEUE would refuse with a bare EINVAL, refused here with the field named
+    // (kfd_chardev.c set_queue_properties_from_user: queue_priority > KFD_MAX_QUEUE_PRIORITY (15);
+    // SDMA_BY_ENG_ID: an engine id past the node's PCIe + XGMI SDMA engines).
+    if (opt.priority > max_queue_priority)
+      return failure(errc::invalid_argument, "queue priority " + std::to_string(opt.priority) +
+                                                 " is out of range: KFD takes 0.." + std::to_string(max_queue_priority) +
+                                                 " (7 is normal)");
+    if (opt.kind == queue_kind::sdma_by_engine) {
+      const std::uint64_t engines = gpu.properties.num_sdma_engines + gpu.properties.num_sdma_xgmi_engines;
+      if (opt.sdma_engine_id >= engines)
+        return failure(errc::invalid_argument,
+                       "SDMA engine_id " + std::to_string(opt.sdma_engine_id) + " does not exist on gpu_id " +
+                           std::to_string(gpu.gpu_id) + ": it has " + std::to_string(gpu.properties.num_sdma_engines) +
+                           " PCIe + " + std::to_string(gpu.properties.num_sdma_xgmi_engines) +
+                           " XGMI SDMA engines (ids 0.." + std::to_string(engines == 0 ? 0 : engines - 1) + ")");
+    }
     queue_resources q;
     q.d_ = d;
     q.kind_ = opt.kind;
@@ -199,7 +244,7 @@ class queue_resources {
     prepare(q.ring_.ref(), q.pointers_.ref());
     const std::string ctx_text = std::string(to_string(opt.kind)) + " queue on gpu_id " + std::to_string(gpu.gpu_id) +
                                  ", ring " + std::to_string(opt.ring_size.value) + " bytes";
-    AQUEDUCT_TRY_VOID(d.try_ioctl(create_queue_request(d), &a, ctx_text));
+    if (auto r = d.try_ioctl(create_queue_request(d), &a, ctx_text); !r) return explain_create_failure(r.get_failure(), gpu);
     q.queue_id_ = a.queue_id;
     q.created_ = true;
     q.doorbell_offset_ = a.doorbell_offset;

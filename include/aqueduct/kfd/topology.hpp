@@ -16,7 +16,9 @@
 #include <aqueduct/core/result.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -79,12 +81,24 @@ inline bool valid_key(std::string_view k) noexcept {
   });
 }
 
+// A sysfs attribute is at most one page (the kernel's sysfs show() buffer, PAGE_SIZE); 64 KiB
+// leaves room for bigger pages and hand-made trees, and bounds a properties file that is
+// /dev/zero or a huge file.
+inline constexpr std::size_t max_sysfs_file_bytes = 64 * 1024;
+
 inline result<std::string> read_text(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
-  if (!in) return failure(errc::topology_error, "cannot read " + file.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  if (!in) {
+    const int err = errno;
+    return failure(errc::topology_error, "cannot read " + file.string() + ": " + std::strerror(err));
+  }
+  std::string out(max_sysfs_file_bytes + 1, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<std::size_t>(in.gcount()));
+  if (out.size() > max_sysfs_file_bytes)
+    return failure(errc::topology_error, file.string() + " is longer than " + std::to_string(max_sysfs_file_bytes) +
+                                             " bytes: not a sysfs topology file");
+  return out;
 }
 
 }  // namespace detail
@@ -114,6 +128,9 @@ inline result<property_list> try_parse_properties(std::string_view text, const s
     if (val.empty()) return bad("missing value");
     auto num = detail::parse_integer(val);
     if (numeric_only && !num) return bad("value is not a decimal integer");
+    // The kernel prints every node, mem_bank and io_link property unsigned (%u / %llu in
+    // kfd_topology.c), so a '-' means the file is not what KFD wrote.
+    if (numeric_only && val.front() == '-') return bad("negative value (KFD prints these properties unsigned)");
     out.add(property{std::string(key), std::string(val), num});
   }
   return out;

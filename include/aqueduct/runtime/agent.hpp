@@ -15,7 +15,9 @@
 #include <aqueduct/abi/amd_signal.hpp>
 #include <aqueduct/arch/family.hpp>
 #include <aqueduct/arch/target.hpp>
+#include <aqueduct/abi/bundle.hpp>
 #include <aqueduct/code/elf.hpp>
+#include <aqueduct/code/isa.hpp>
 #include <aqueduct/code/loader.hpp>
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/kfd/memory.hpp>
@@ -31,6 +33,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <span>
@@ -82,13 +85,27 @@ class agent {
   // ---- code --------------------------------------------------------------------------------------
   // A gfx code object (already selected for this agent, e.g. with code::fat_binary::try_select).
   // Loading works on both devices; its kernels are runnable only on a real GPU (executable::try_get_kernel).
+  // A code object for another processor is errc::no_compatible_isa (code::try_match's rules:
+  // exact, generic, the extended families), naming both processors.
   [[nodiscard]] result<executable> try_load(const code::code_object& co) const {
+    if (auto m = code::try_match(co.e_flags(), code::target_id{gfx_name()}); !m)
+      return failure(errc::no_compatible_isa, "code object for " + code_processor_name(co.e_flags()) +
+                                                  " cannot run on this agent, " + gfx_name() + ": " +
+                                                  std::string(m.detail()) +
+                                                  "; build for " + gfx_name() + " or load a bundle entry chosen with "
+                                                  "code::fat_binary::try_select");
     auto alloc = std::make_unique<detail::code_allocator>(s_->sys->ref(), *s_->node);
     AQUEDUCT_TRY(auto exe, code::try_load(co, *alloc));
     return executable(std::move(alloc), std::move(exe), emulated(), keep_);
   }
   // The bytes of one ELF code object.
   [[nodiscard]] result<executable> try_load(std::span<const std::byte> code_object_bytes) const {
+    if (auto kind = bundle_kind(code_object_bytes); !kind.empty())
+      return failure(errc::invalid_argument, "these " + std::to_string(code_object_bytes.size()) + " bytes are " + kind +
+                                                 ", not one ELF code object: open them with code::fat_binary::try_open, "
+                                                 "pick the entry for " + gfx_name() +
+                                                 " with try_select(code::target_id{\"" + gfx_name() +
+                                                 "\"}), and load that entry's code object");
     AQUEDUCT_TRY(auto co, code::code_object::try_parse(code_object_bytes));
     return try_load(co);
   }
@@ -140,6 +157,20 @@ class agent {
   [[nodiscard]] detail::agent_state& state() const noexcept { return *s_; }
 
  private:
+  [[nodiscard]] static std::string code_processor_name(std::uint32_t e_flags) {
+    const auto* p = arch::find_processor_by_mach(static_cast<std::uint8_t>(e_flags & abi::ef_amdgpu_mach));
+    return p ? std::string(p->name) : "EF_AMDGPU_MACH " + std::to_string(e_flags & abi::ef_amdgpu_mach);
+  }
+  // "an offload bundle" / "a compressed offload bundle (CCOB)" by their magic, else empty.
+  [[nodiscard]] static std::string bundle_kind(std::span<const std::byte> b) {
+    auto starts = [&](std::string_view m) {
+      return b.size() >= m.size() && std::memcmp(b.data(), m.data(), m.size()) == 0;
+    };
+    if (starts(std::string_view(abi::offload_bundle_magic, sizeof abi::offload_bundle_magic - 1))) return "an offload bundle";
+    if (starts("CCOB")) return "a compressed offload bundle (CCOB)";
+    return {};
+  }
+
   detail::keep_alive keep_;  // the system state, shared (an agent stays usable after its system)
   detail::agent_state* s_ = nullptr;
 };

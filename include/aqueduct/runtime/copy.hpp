@@ -77,6 +77,8 @@ class copy_engine {
   copy_engine& operator=(copy_engine&&) noexcept = default;
 
   [[nodiscard]] static result<copy_engine> try_create(const agent& gpu, const copy_options& o = {}) {
+    if (o.shader_chunk_bytes == 0)
+      return failure(errc::invalid_argument, "copy_options::shader_chunk_bytes must be at least 1 (bytes per workgroup of the shader copy)");
     copy_engine e;
     e.gpu_ = gpu;
     e.opt_ = o;
@@ -104,17 +106,22 @@ class copy_engine {
   [[nodiscard]] runtime::queue* shader_queue() noexcept { return shader_ ? &*shader_ : nullptr; }
 
   // Copies `bytes` from src to dst, both mapped to this engine's GPU, and waits for it.
+  // Overlapping ranges are errc::invalid_argument: neither path behaves like memmove (docs/copies.md).
   [[nodiscard]] result<void> try_copy(gpu_va dst, gpu_va src, std::uint64_t bytes) {
     if (bytes == 0) return ok();
+    if (dst.value < src.value + bytes && src.value < dst.value + bytes)
+      return failure(errc::invalid_argument, "copy: destination " + std::to_string(dst.value) + " and source " +
+                                                 std::to_string(src.value) + " ranges of " + std::to_string(bytes) +
+                                                 " bytes overlap; copies are not memmove: copy through a temporary buffer");
     if (sdma_) {
       AQUEDUCT_TRY(auto seq, sdma_->try_copy(dst, src, bytes, opt_.timeout));
       return sdma_->try_wait(seq, opt_.timeout);
     }
     const std::uint64_t chunk = opt_.shader_chunk_bytes;
-    const std::uint64_t groups = (bytes + chunk - 1) / chunk;
+    const std::uint64_t groups = bytes / chunk + (bytes % chunk != 0);  // no bytes + chunk - 1: it wraps
     constexpr std::uint64_t wg = 64;
     if (groups * wg > 0xFFFFFFFFull)
-      return failure(errc::invalid_argument, "shader copy of " + std::to_string(bytes) + " bytes needs more than 2^32 work-items; raise shader_chunk_bytes");
+      return failure(errc::invalid_argument, "shader copy of " + std::to_string(bytes) + " bytes needs more than 2^32 work-items; raise copy_options::shader_chunk_bytes");
     dispatch_options d;
     d.timeout = opt_.timeout;
     AQUEDUCT_TRY(auto idx, shader_->try_dispatch_with(d, kernel_, grid{static_cast<std::uint32_t>(groups * wg)},

@@ -146,7 +146,6 @@ class host_workgroup {
                                                  std::to_string(abi::max_host_kernel_name) + " bytes");
     code::emulated_kernel ek;
     ek.name = k.name;
-    ek.host_kernel = k.name;
     ek.descriptor = host_kernel_abi::descriptor(k.kernarg_size, k.group_segment_size);
     for (const auto& arg : k.args)
       if (arg.offset > k.kernarg_size || arg.size > k.kernarg_size - arg.offset)
@@ -156,7 +155,10 @@ class host_workgroup {
     ek.args = k.args;
     eco.kernels.push_back(std::move(ek));
   }
-  for (const auto& k : hco.kernels) dev->registry().add(k.name, k.fn);
+  // Each load registers its functions under names of their own (issue 13 bug 9): another
+  // executable with a kernel of the same name must not redirect this one's.
+  for (std::size_t i = 0; i < hco.kernels.size(); ++i)
+    eco.kernels[i].host_kernel = dev->registry().add_unique(hco.kernels[i].name, hco.kernels[i].fn);
   return gpu.try_load(eco);
 }
 [[nodiscard]] inline runtime::executable load(const runtime::agent& gpu, const host_code_object& hco) {

@@ -24,6 +24,7 @@
 #include <aqueduct/runtime/any_device.hpp>
 #include <aqueduct/runtime/kernel_args.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -105,6 +106,9 @@ struct untyped_kernel {
   abi::kernel_descriptor descriptor{};
   std::span<const code::kernel_arg> args{};
   hidden_arg_offsets hidden{};  // filled by every dispatch
+  // False once the executable that holds the code is destroyed (null: not from an executable).
+  std::shared_ptr<const std::atomic<bool>> loaded{};
+  [[nodiscard]] bool freed() const noexcept { return loaded && !loaded->load(std::memory_order_acquire); }
 };
 
 // A kernel whose parameters are P... (runtime/kernel_args.hpp): made by executable::get_kernel<P...>,
@@ -172,19 +176,20 @@ class executable {
   executable(std::unique_ptr<detail::code_allocator> alloc, loaded_type exe, bool emulated,
              std::shared_ptr<const void> keep = {}) noexcept
       : keep_(std::move(keep)), alloc_(std::move(alloc)), exe_(std::make_unique<loaded_type>(std::move(exe))),
-        emulated_(emulated) {}
+        emulated_(emulated), loaded_(std::make_shared<std::atomic<bool>>(true)) {}
   executable(executable&&) noexcept = default;
   executable& operator=(executable&& o) noexcept {
     if (this != &o) {
-      exe_.reset();
+      unload();
       alloc_ = std::move(o.alloc_);
       exe_ = std::move(o.exe_);
       emulated_ = o.emulated_;
       keep_ = std::move(o.keep_);
+      loaded_ = std::move(o.loaded_);
     }
     return *this;
   }
-  ~executable() { exe_.reset(); }  // frees through the allocator, which goes after it
+  ~executable() { unload(); }
 
   [[nodiscard]] const std::vector<code::loaded_kernel>& kernels() const noexcept { return exe_->kernels(); }
   // The kernel `name` with parameters P..., checked against its metadata once (check_signature:
@@ -218,16 +223,23 @@ class executable {
     for (const auto& c : exe_->kernels()) known += (known.empty() ? "" : ", ") + c.name;
     return failure(errc::not_found, "no kernel '" + std::string(name) + "' in this executable (has: " + known + ")");
   }
-  [[nodiscard]] static untyped_kernel info_of(const code::loaded_kernel& k) {
+  [[nodiscard]] untyped_kernel info_of(const code::loaded_kernel& k) const {
     return untyped_kernel{k.name,          k.kernel_object, static_cast<std::uint32_t>(k.kernarg_segment_size),
                           k.group_segment_fixed_size, k.private_segment_fixed_size, k.code_kind, k.descriptor,
-                          std::span<const code::kernel_arg>(k.args), hidden_arg_offsets::of(k.args)};
+                          std::span<const code::kernel_arg>(k.args), hidden_arg_offsets::of(k.args), loaded_};
   }
 
   std::shared_ptr<const void> keep_;  // the system (declared first: released last)
+  // Marks the kernels handed out as freed, then frees through the allocator, which goes after it.
+  void unload() noexcept {
+    if (loaded_) loaded_->store(false, std::memory_order_release);
+    exe_.reset();
+  }
+
   std::unique_ptr<detail::code_allocator> alloc_;
   std::unique_ptr<loaded_type> exe_;
   bool emulated_ = false;
+  std::shared_ptr<std::atomic<bool>> loaded_;
 };
 
 }  // namespace aqueduct::runtime

@@ -253,6 +253,15 @@ struct kernarg_value<device_ptr<T>> {
 template <class... A>
 using untyped_layout = kernel_layout<typename kernarg_value<A>::type...>;
 
+// The size of the arguments as a C struct, tail padding included (its alignment is its largest
+// member's): what a kernel without an argument list declares as its kernarg size.
+template <class... A>
+constexpr std::size_t kernarg_struct_size() noexcept {
+  std::size_t align = 1;
+  ((align = alignof(typename kernarg_value<A>::type) > align ? alignof(typename kernarg_value<A>::type) : align), ...);
+  return align_to(untyped_layout<A...>::bytes, align);
+}
+
 // Size of the arguments laid out like a C struct (each at its natural alignment, in order).
 template <class... A>
 constexpr std::size_t kernarg_layout_size() noexcept {
@@ -278,12 +287,15 @@ void put_kernargs(std::byte* dst, const A&... args) noexcept {
 }
 
 // An untyped dispatch's arguments against the kernel's metadata: the count of explicit
-// arguments, and each one's size and offset (kernels without an argument list: the total size
-// must fit the kernarg segment). Returns the reason on a mismatch.
+// arguments, and each one's size and offset. A kernel without an argument list: the arguments,
+// laid out as a C struct, must fill its kernarg segment — neither more (they would not fit) nor
+// fewer (issue 13 bug 8: the kernel would read whatever the slot held before); a kernel that
+// takes no kernarg bytes ignores whatever it is given.
 template <class... A>
 [[nodiscard]] bool untyped_args_match(std::span<const code::kernel_arg> args, std::uint64_t kernarg_segment_size) noexcept {
   using L = untyped_layout<A...>;
-  if (args.empty()) return kernarg_segment_size == 0 || L::bytes <= kernarg_segment_size;
+  if (args.empty())
+    return kernarg_segment_size == 0 || (L::bytes <= kernarg_segment_size && kernarg_struct_size<A...>() >= kernarg_segment_size);
   std::size_t i = 0;
   for (const auto& a : args) {
     if (a.hidden()) continue;
@@ -298,8 +310,10 @@ template <class... A>
   using L = untyped_layout<A...>;
   if (args.empty())
     return failure(errc::invalid_argument, "kernel '" + std::string(kernel_name) + "' takes " +
-                                               std::to_string(kernarg_segment_size) + " kernarg bytes, the arguments given lay out as " +
-                                               std::to_string(L::bytes));
+                                               std::to_string(kernarg_segment_size) + " kernarg bytes, the " +
+                                               std::to_string(L::count) + " arguments given lay out as " +
+                                               std::to_string(L::bytes) + " (" + std::to_string(kernarg_struct_size<A...>()) +
+                                               " as a struct): pass every argument of the kernel's signature");
   std::string given = "(";
   for (std::size_t i = 0; i < L::count; ++i) {
     if (i) given += ", ";

@@ -354,6 +354,9 @@ class pm4_queue {
       AQUEDUCT_TRY_VOID(detail::try_grow_scratch(s_->scratch, *s_->agent, lane_need));
     if (g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0)
       return failure(errc::invalid_argument, "grid and block sizes must be positive");
+    if (k.freed())
+      return failure(errc::invalid_argument, "kernel '" + k.name + "': its executable was destroyed, so its code is "
+                                             "freed; keep the executable alive while its kernels are dispatched");
     const std::uint64_t seq = s_->submitted.load(std::memory_order_relaxed) + 1;
     // The slot's previous command must have completed before its kernargs are overwritten.
     if (seq > s_->opt.slots) AQUEDUCT_TRY_VOID(wait_progress(seq - s_->opt.slots, sync::infinite));
@@ -416,7 +419,11 @@ class pm4_queue {
     aqueduct::ring::pm4::dispatch_params p;
     p.kd = &k.descriptor;
     p.kd_va = k.object;
-    p.grid = {(g.x + b.x - 1) / b.x, (g.y + b.y - 1) / b.y, (g.z + b.z - 1) / b.z};
+    // Rounded up in 64 bits: grid 0xFFFFFFFF with block 1024 is 4,194,304 workgroups, not 0 (issue 13 bug 7).
+    const auto groups = [](std::uint32_t n, std::uint32_t per) {
+      return static_cast<std::uint32_t>((std::uint64_t(n) + per - 1) / per);
+    };
+    p.grid = {groups(g.x, b.x), groups(g.y, b.y), groups(g.z, b.z)};
     p.block = {b.x, b.y, b.z};
     p.dispatch_ptr = dispatch_packet;
     p.kernarg = kernarg;

@@ -182,6 +182,7 @@ class queue {
   template <class... P>
   result<aql_ticket> try_dispatch_with(const dispatch_options& o, const kernel<P...>& k, grid g, block b,
                                        const typename detail::kernel_param<P>::arg_type&... args) {
+    if (AQUEDUCT_UNLIKELY(!s_)) return empty_queue();
     const untyped_kernel& info = k.info();
     if (AQUEDUCT_UNLIKELY(info.kernarg_size > s_->opt.kernarg_bytes)) return kernarg_too_large(info, info.kernarg_size);
     return submit(o, info, g, b, [&](std::byte* slot) {
@@ -215,7 +216,10 @@ class queue {
   result<aql_ticket> try_barrier_and(std::span<const sync::signal_ref> deps, bool barrier = true,
                                      sync::nanoseconds timeout = sync::infinite) {
     if (AQUEDUCT_UNLIKELY(!s_)) return empty_queue();
-    AQUEDUCT_ASSERT(deps.size() <= 5, "an AQL barrier packet holds at most 5 dependency signals");
+    if (AQUEDUCT_UNLIKELY(deps.size() > 5))
+      return failure(errc::invalid_argument, "try_barrier_and: " + std::to_string(deps.size()) +
+                                                 " dependencies given; an AQL barrier-AND packet holds at most 5 "
+                                                 "(chain several barriers for more)");
     aqueduct::ring::barrier_and p;
     for (std::size_t i = 0; i < deps.size(); ++i) p.deps[i] = deps[i].handle();
     p.barrier = barrier;
@@ -232,12 +236,15 @@ class queue {
 
   // ---- waits --------------------------------------------------------------------------------------
   // Until the ticket's packet has completed (its completion signal was decremented: its results
-  // are visible to the host). A ticket of another queue is errc::invalid_argument (naming both
-  // queues); errc::timeout with the queue decoded; on the emulator errc::queue_error /
-  // device_fault when the processor stopped.
+  // are visible to the host). A ticket of another queue, or of a packet not reserved yet, is
+  // errc::invalid_argument (naming both queues, or the write index); errc::timeout with the queue
+  // decoded; on the emulator errc::queue_error / device_fault when the processor stopped.
   [[nodiscard]] result<void> try_wait(aql_ticket t, sync::nanoseconds timeout = sync::infinite) const {
     if (AQUEDUCT_UNLIKELY(!s_)) return empty_queue();
     if (AQUEDUCT_UNLIKELY(!t.issued_by(s_.get()))) return failure(errc::invalid_argument, t.mismatch(queue_id()));
+    // A ticket for a packet not reserved yet (made with ticket_for) would never complete, and its
+    // slot's complete value 2t + 1 wraps for t = 2^64 - 1 (issue 13 bug 12).
+    if (AQUEDUCT_UNLIKELY(t.value() >= s_->aql->write_index())) return not_reserved(t.value());
     if (AQUEDUCT_LIKELY(s_->slots.of(t.value()) == detail::aql_slot_signals::state::complete)) return ok();
     std::optional<std::uint64_t> marker;
     return wait_on([&] { return packet_complete(t.value(), marker); }, t.value(), false, timeout);
@@ -321,6 +328,11 @@ class queue {
   template <class Write>
   AQUEDUCT_ALWAYS_INLINE result<aql_ticket> submit(const dispatch_options& o, const untyped_kernel& k, grid g, block b,
                                                    Write&& write_kernargs) {
+    // Caller input a try_ function must refuse, not assert on or run wrongly (issue 13 bugs 6, 11,
+    // the freed-kernel message): one rarely taken branch for all of it.
+    if (AQUEDUCT_UNLIKELY(((g.x == 0) | (g.y == 0) | (g.z == 0) | (b.x == 0) | (b.y == 0) | (b.z == 0)) ||
+                          o.dynamic_lds_bytes != 0 || k.freed()))
+      AQUEDUCT_TRY_VOID(check_input(o, k, g, b));
     if (AQUEDUCT_UNLIKELY(k.private_segment_size > s_->scratch.lane_bytes.load(std::memory_order_acquire)))
       AQUEDUCT_TRY_VOID(detail::try_grow_scratch(s_->scratch, *s_->agent, k.private_segment_size, s_->desc));
     if (AQUEDUCT_UNLIKELY(static_cast<bool>(o.completion_signal))) return submit_signalled(o, k, g, b, write_kernargs);
@@ -486,6 +498,40 @@ class queue {
                                                " kernarg bytes do not fit the queue's " +
                                                std::to_string(s_->opt.kernarg_bytes) + "-byte kernarg slots (queue_options::kernarg_bytes)");
   }
+  AQUEDUCT_NOINLINE static failure freed_kernel(const untyped_kernel& k) {
+    return failure(errc::invalid_argument, "kernel '" + k.name + "': its executable was destroyed, so its code is freed; "
+                                           "keep the executable alive while its kernels are dispatched");
+  }
+  AQUEDUCT_NOINLINE result<void> check_input(const dispatch_options& o, const untyped_kernel& k, grid g, block b) const {
+    if ((g.x == 0) | (g.y == 0) | (g.z == 0) | (b.x == 0) | (b.y == 0) | (b.z == 0)) return zero_size(g, b);
+    if (k.freed()) return freed_kernel(k);
+    if (o.dynamic_lds_bytes != 0) return check_lds(k, o.dynamic_lds_bytes);
+    return ok();
+  }
+  AQUEDUCT_NOINLINE static failure zero_size(grid g, block b) {
+    return failure(errc::invalid_argument, "grid " + std::to_string(g.x) + "x" + std::to_string(g.y) + "x" +
+                                               std::to_string(g.z) + " / block " + std::to_string(b.x) + "x" +
+                                               std::to_string(b.y) + "x" + std::to_string(b.z) +
+                                               ": every grid and block dimension must be at least 1");
+  }
+  AQUEDUCT_NOINLINE result<void> check_lds(const untyped_kernel& k, std::uint32_t dynamic) const {
+    const std::uint64_t total = std::uint64_t(k.group_segment_size) + dynamic;
+    const std::uint64_t limit = s_->agent->node->properties.lds_size_in_kb != 0
+                                    ? s_->agent->node->properties.lds_size_in_kb * 1024ull
+                                    : 64 * 1024ull;  // every GFX9-GFX12 CU (spec/kfd.md §6.2 lds_size_in_kb)
+    if (total <= limit) return ok();
+    return failure(errc::invalid_argument, "kernel '" + k.name + "': " + std::to_string(k.group_segment_size) +
+                                               " bytes of static LDS + dispatch_options::dynamic_lds_bytes " +
+                                               std::to_string(dynamic) + " = " + std::to_string(total) +
+                                               " bytes, more than the agent's " + std::to_string(limit) + " bytes of LDS");
+  }
+  AQUEDUCT_NOINLINE failure not_reserved(std::uint64_t index) const {
+    return failure(errc::invalid_argument, "try_wait(" + std::to_string(index) + "): no such packet on queue " +
+                                               std::to_string(queue_id()) + " (write_index is " +
+                                               std::to_string(s_->aql->write_index()) +
+                                               "); wait on an index a dispatch or barrier returned");
+  }
+
   std::unique_ptr<detail::queue_state> s_;
 };
 

@@ -387,8 +387,11 @@ inline result<void> sdma_queue::wait_progress(std::uint64_t seq, sync::nanosecon
 // Creates an SDMA queue on `gpu` (see the header comment).
 // (agent::make_queue(aq::sdma, o) calls this.)
 [[nodiscard]] inline result<sdma_queue> try_create_queue(const agent& gpu, sdma_t, const sdma_queue_options& o) {
-  if (o.ring_bytes < 1024 || (o.ring_bytes & (o.ring_bytes - 1)) != 0)
-    return failure(errc::invalid_argument, "sdma_queue_options::ring_bytes must be a power of two >= 1024");
+  // CREATE_QUEUE's ring_size is a __u32 (uapi kfd_ioctl_create_queue_args), so 2^31 is the largest
+  // power of two it can carry; checked before anything is allocated.
+  if (o.ring_bytes < 1024 || o.ring_bytes > (std::uint64_t{1} << 31) || (o.ring_bytes & (o.ring_bytes - 1)) != 0)
+    return failure(errc::invalid_argument, "sdma_queue_options::ring_bytes is " + std::to_string(o.ring_bytes) +
+                                               "; it must be a power of two in [1024, 2^31] (CREATE_QUEUE's ring_size is 32 bits)");
   detail::agent_state& a = gpu.state();
   auto st = std::make_unique<detail::sdma_queue_state>();
   st->keep = detail::keep_system(a);

@@ -105,7 +105,10 @@ class system {
   // The real device only.
   [[nodiscard]] static result<system> try_open_real(const open_options& o = {}) {
     AQUEDUCT_TRY(auto dev, kfd::linux_device::try_open(o.sysfs_root, o.kfd_path));
-    return try_adopt(std::move(dev), nullptr, o.kfd_path.string());
+    auto s = try_adopt(std::move(dev), nullptr, o.kfd_path.string());
+    if (!s && std::string_view(s.detail()).find(o.kfd_path.string()) == std::string_view::npos)
+      return failure(s.get_failure().code(), o.kfd_path.string() + ": " + std::string(s.detail()), s.get_failure().os_errno());
+    return s;
   }
   // An emulated machine ("mi300x,rx7900xtx") or configuration.
   [[nodiscard]] static result<system> try_open_emulated(std::string_view machine = default_machine) {

@@ -108,8 +108,18 @@ struct aql_dispatch {
   if (kcp::enable_sgpr_kernarg_segment_ptr::get(props) && kd.kernarg_size != 0 &&
       (p.kernarg_address == 0 || !vm.is_mapped(p.kernarg_address, kd.kernarg_size)))
     return refuse(engine_fault::kernarg_not_mapped, "", p.kernarg_address);
-  const std::uint64_t lds = std::uint64_t(p.group_segment_size) + kd.group_segment_fixed_size;
-  if (lds > q.max_lds_bytes) return refuse(engine_fault::lds_too_large, std::to_string(lds) + " bytes");
+  // The packet's group_segment_size is the whole group segment, static + dynamic (hsa.h:
+  // hsa_kernel_dispatch_packet_t::group_segment_size); the descriptor's static part is in it
+  // (issue 13 bug 6: it was counted twice).
+  const std::uint64_t lds = p.group_segment_size;
+  if (lds < kd.group_segment_fixed_size)
+    return refuse(engine_fault::lds_too_large, "packet group_segment_size " + std::to_string(lds) +
+                                                   " is below the kernel's static LDS (" +
+                                                   std::to_string(kd.group_segment_fixed_size) +
+                                                   " bytes, group_segment_fixed_size)");
+  if (lds > q.max_lds_bytes)
+    return refuse(engine_fault::lds_too_large,
+                  std::to_string(lds) + " bytes; the CU has " + std::to_string(q.max_lds_bytes));
   if (p.completion_signal != 0 && !aql_signal_ok(vm, p.completion_signal))
     return refuse(engine_fault::signal_not_mapped, "completion signal", p.completion_signal);
 
@@ -137,7 +147,12 @@ struct aql_dispatch {
     inputs.kernarg_host = out.kernarg_copy.data();
     inputs.kernarg_dwords = dwords;
   }
-  out.total_wg = plan.total_workgroups();
+  if (!plan.try_total_workgroups(out.total_wg)) {
+    const workgroup_geometry g = geometry_of(p, 0);
+    return refuse(engine_fault::bad_dimensions, "the grid holds 2^64 or more workgroups (" + std::to_string(g.count[0]) +
+                                                    " x " + std::to_string(g.count[1]) + " x " +
+                                                    std::to_string(g.count[2]) + ")");
+  }
   const unsigned wsize = plan.wave_size();
   out.waves_per_wg = static_cast<unsigned>((std::uint64_t(wg[0]) * wg[1] * wg[2] + wsize - 1) / wsize);
   return {};

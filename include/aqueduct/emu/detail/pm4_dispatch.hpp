@@ -138,6 +138,11 @@ struct pm4_dispatch {
   const bool threads = abi::pm4::dispatch_initiator::use_thread_dimensions::get(d.initiator) != 0;
   std::uint64_t grid[3];
   for (int k = 0; k < 3; ++k) grid[k] = threads ? d.dim[k] : std::uint64_t(d.dim[k]) * block[k];
+  // Workgroup counts whose full workgroups pass 2^32 - 1 work-items (0x400000 x 1024 is 2^32) are
+  // valid; the emulator keeps its geometry in a 32-bit AQL-format grid, so it runs the same
+  // workgroup count with the last work-item of the dimension dropped (the 2^32nd, id 0xFFFFFFFF).
+  for (int k = 0; k < 3; ++k)
+    if (!threads && grid[k] > 0xFFFFFFFFu && (grid[k] - block[k]) < 0xFFFFFFFFu) grid[k] = 0xFFFFFFFFu;
   if (grid[0] > 0xFFFFFFFFu || grid[1] > 0xFFFFFFFFu || grid[2] > 0xFFFFFFFFu)
     return refuse(engine_fault::bad_dispatch, "grid larger than 2^32 work-items in a dimension");
   plan.pkt.workgroup_size_x = static_cast<std::uint16_t>(block[0]);
@@ -146,7 +151,7 @@ struct pm4_dispatch {
   plan.pkt.grid_size_x = static_cast<std::uint32_t>(grid[0]);
   plan.pkt.grid_size_y = static_cast<std::uint32_t>(grid[1]);
   plan.pkt.grid_size_z = static_cast<std::uint32_t>(grid[2]);
-  out.total_wg = plan.total_workgroups();
+  if (!plan.try_total_workgroups(out.total_wg)) return refuse(engine_fault::bad_dispatch, "the grid holds 2^64 or more workgroups");
   const unsigned wsize = wave32 ? 32u : 64u;
   out.waves_per_wg = static_cast<unsigned>((block[0] * block[1] * block[2] + wsize - 1) / wsize);
   // The SGPR budget: user + system SGPRs must fit (AMDGPUUsage initial state).
