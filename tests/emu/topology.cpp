@@ -6,9 +6,12 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string>
+#include <system_error>
 #include <vector>
 
 #include <sys/wait.h>
@@ -124,6 +127,23 @@ TEST_CASE("pre-71776e0965f9 kernels do not export the CWSR sizes") {
 // temporary topology tree behind, and dozens accumulated. The next device created anywhere must
 // remove the trees of processes that no longer exist, and leave a live process's tree alone.
 TEST_CASE("bug 16: the topology tree of an aborted process is gone once another device is created") {
+  // A private temporary directory (TMPDIR, inherited by the child): a device created by another
+  // test process meanwhile would sweep the orphan from the shared /tmp before the control below.
+  std::string priv = (std::filesystem::temp_directory_path() / "aqueduct-bug16-XXXXXX").string();
+  REQUIRE(::mkdtemp(priv.data()) != nullptr);
+  const char* old_tmpdir = std::getenv("TMPDIR");
+  const std::string saved = old_tmpdir ? old_tmpdir : "";
+  ::setenv("TMPDIR", priv.c_str(), 1);
+  struct restore {
+    bool had;
+    std::string saved, dir;
+    ~restore() {
+      if (had) ::setenv("TMPDIR", saved.c_str(), 1);
+      else ::unsetenv("TMPDIR");
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } restore_tmpdir{old_tmpdir != nullptr, saved, priv};
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
   std::fflush(nullptr);
