@@ -11,6 +11,8 @@
 //   f16       add, mul, fma, conversions (round to nearest even, denormals), and the high half
 //             of the destination zeroed (LLVM zeroesHigh16BitsOfDest: gfx9 behaviour);
 //   gfx9      v_cmpx writes EXEC and VCC; v_lshl_add_u64, v_mov_b64 (gfx942).
+//   pk f32    v_pk_add/mul/fma_f32 and v_pk_mov_b32 on register pairs (gfx942, gfx90a): op_sel,
+//             op_sel_hi, neg_lo/neg_hi, clamp, an inline constant.
 // Each case runs 64 lanes: lane l reads four input dwords at in + 16 l and writes two output
 // dwords at out + 8 l.
 #include <aqueduct/emu/isa.hpp>
@@ -364,4 +366,27 @@ TEST_CASE("gfx942 64-bit: v_lshl_add_u64 and v_mov_b64") {
     return lane_out{std::uint32_t(r), std::uint32_t(r >> 32)};
   });
   check("v_mov_b64 v[6:7], v[4:5]", in, [](lane_in i) { return lane_out{i.c, i.d}; });
+}
+
+TEST_CASE("gfx942/gfx90a packed f32 (VOP3P on register pairs): op_sel, op_sel_hi, neg_lo/neg_hi, clamp, v_pk_mov_b32") {
+  // v[2:3] = (a, b), v[4:5] = (c, d); the result pair is v[6:7]. Dword 0 of the result takes
+  // source i's dword op_sel[i], dword 1 its dword op_sel_hi[i] (LLVM's default op_sel_hi is 1).
+  for (const char* t : {"gfx942", "gfx90a"}) {
+    g_mcpu = t;
+    const auto in = lanes_from(floats);
+    auto F2 = [](float x, float y) { return lane_out{u(x), u(y)}; };
+    check_f32("v_pk_add_f32 v[6:7], v[2:3], v[4:5]", in, [&](lane_in i) { return F2(f(i.a) + f(i.c), f(i.b) + f(i.d)); });
+    check_f32("v_pk_mul_f32 v[6:7], v[2:3], v[4:5] op_sel:[1,0] op_sel_hi:[0,1]", in,
+              [&](lane_in i) { return F2(f(i.b) * f(i.c), f(i.a) * f(i.d)); });
+    check_f32("v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[2:3] neg_lo:[1,0,0] neg_hi:[0,0,1]", in,
+              [&](lane_in i) { return F2(std::fma(-f(i.a), f(i.c), f(i.a)), std::fma(f(i.b), f(i.d), -f(i.b))); });
+    check_f32("v_pk_add_f32 v[6:7], v[2:3], v[4:5] clamp", in, [&](lane_in i) {
+      auto cl = [](float x) { return std::isnan(x) ? 0.0f : std::fmin(std::fmax(x, 0.0f), 1.0f); };
+      return F2(cl(f(i.a) + f(i.c)), cl(f(i.b) + f(i.d)));
+    });
+    check_f32("v_pk_mul_f32 v[6:7], v[2:3], 2.0 op_sel_hi:[1,0]", in, [&](lane_in i) { return F2(f(i.a) * 2.0f, f(i.b) * 2.0f); });
+    check("v_pk_mov_b32 v[6:7], v[2:3], v[4:5] op_sel:[1,0]", in, [](lane_in i) { return lane_out{i.b, i.c}; });
+    check("v_pk_mov_b32 v[6:7], v[2:3], v[4:5] op_sel:[0,1]", in, [](lane_in i) { return lane_out{i.a, i.d}; });
+  }
+  g_mcpu = "gfx942";
 }

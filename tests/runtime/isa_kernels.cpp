@@ -9,7 +9,8 @@
 // instruction and the PC. The corpus covers: vector add, saxpy, grid-stride loop, LDS tree
 // reduction with barriers, global atomics, integer hash/bit ops, divergent loop, f32 math with
 // division/sqrt/fma, 64-bit pointer arithmetic, a tiled LDS matmul on a 2-D grid, fp64, half
-// precision (scalar and packed), and a private array in scratch.
+// precision (scalar and packed), a private array in scratch, float2/float4 (packed f32 on CDNA)
+// and calls that are not inlined (a stack frame in scratch).
 #include <aqueduct/emu/isa.hpp>  // installs the ISA interpreter (machine code on the emulator)
 #include <aqueduct/runtime.hpp>
 
@@ -309,6 +310,44 @@ digests run_corpus(const rt::agent& gpu, const std::string& path, bool pm4 = fal
       }
       CHECK(bad == 0);
       out_digest["uniform"] = digest(out.data(), n) ^ digest(fout.data(), n);
+    }
+    {
+      // float2/float4 (packed f32 on gfx90a/gfx942), contraction off: rounded as written.
+      auto a = gpu.alloc<float>(2 * n, rt::memory_kind::host), b = gpu.alloc<float>(2 * n, rt::memory_kind::host);
+      auto c = gpu.alloc<float>(2 * n, rt::memory_kind::host), d = gpu.alloc<float>(4 * n, rt::memory_kind::host);
+      for (std::uint32_t i = 0; i < 2 * n; ++i) a[i] = (float(i) - 777.0f) * 0.113f, b[i] = float(i % 41) * 0.37f - 6.0f;
+      const float s = -1.625f;
+      run("vec2", rt::grid{n}, rt::block{64}, a, b, c, d, s, n);
+      int bad = 0;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const float x0 = a[2 * i], x1 = a[2 * i + 1], y0 = b[2 * i], y1 = b[2 * i + 1];
+        const float r0 = std::fma(x0, y0, s) * x0 + 0.5f - y0, r1 = std::fma(x1, y1, s) * x1 + -2.0f - y1;
+        bad += std::bit_cast<std::uint32_t>(c[2 * i]) != std::bit_cast<std::uint32_t>(r0);
+        bad += std::bit_cast<std::uint32_t>(c[2 * i + 1]) != std::bit_cast<std::uint32_t>(r1);
+        const float w[4] = {x0, y1, r0, s}, m[4] = {x1, r1, y0, x0}, k[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+        for (int j = 0; j < 4; ++j) bad += std::bit_cast<std::uint32_t>(d[4 * i + j]) != std::bit_cast<std::uint32_t>(std::fma(w[j], m[j], k[j]) * s);
+      }
+      CHECK(bad == 0);
+      out_digest["vec2"] = digest(c.data(), 2 * n) ^ digest(d.data(), 4 * n);
+    }
+    {
+      // Calls that are not inlined (s_getpc/s_swappc/s_setpc, a stack frame in scratch).
+      auto in = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+      for (std::uint32_t i = 0; i < n; ++i) in[i] = i * 2246822519u + 11, out[i] = 0;
+      run("calls", rt::grid{n}, rt::block{64}, in, out, n);
+      auto callee = [](std::uint32_t x, std::uint32_t y) {
+        std::uint32_t a[8], s = 0;
+        for (std::uint32_t k = 0; k < 8; ++k) a[k] = x * k + y;
+        for (std::uint32_t k = 0; k < 8; ++k) s += a[(k * 3 + x) & 7];
+        return s;
+      };
+      int bad = 0;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint32_t x = in[i] * 5u, b[4] = {x, i, x ^ i, x + i};
+        bad += out[i] != callee(in[i], i) + callee(b[x & 3], b[i & 3]) * 3 + b[(x >> 2) & 3];
+      }
+      CHECK(bad == 0);
+      out_digest["calls"] = digest(out.data(), n);
     }
   }
   return out_digest;

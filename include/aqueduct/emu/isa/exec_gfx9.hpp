@@ -20,6 +20,13 @@
 // Unswizzled: base + soffset + offset + index * stride. A linear buffer's offset at or past
 // num_records reads 0 and drops writes, as on hardware; every address is checked against the
 // VM (a bad one faults with the address).
+// Packed f32 (gfx90a/gfx942 VOP3P on register pairs): result dword 0 takes source i's dword
+// op_sel[i], dword 1 its dword op_sel_hi[i]; neg_lo/neg_hi negate the inputs of dword 0/1;
+// clamp clamps both to [0, 1]. v_pk_mov_b32: dword 0 = src0's dword op_sel[0], dword 1 =
+// src1's dword op_sel[1] (LLVM's SIInstrInfo::copyPhysReg copies a pair with op_sel:[0,1]).
+// A constant operand is its 32-bit value in dword 0; clang selects dword 0 for both results
+// (op_sel_hi 0) — what the hardware reads as a constant's dword 1 is not documented, so
+// selecting it is refused as unsupported.
 // Thread safety: see interpreter.hpp.
 #pragma once
 
@@ -153,6 +160,60 @@ inline void interpreter::exec_mubuf(wave& w, const insn& d) {
       if (d.o == op::global_load_i8) buf[0] = static_cast<std::uint32_t>(std::int32_t(std::int8_t(buf[0])));
       if (d.o == op::global_load_i16) buf[0] = static_cast<std::uint32_t>(std::int32_t(std::int16_t(buf[0])));
       for (unsigned i = 0; i < n; ++i) D[i * 64 + l] = buf[i];
+    }
+  });
+}
+
+inline void interpreter::exec_pk_f32(wave& w, const insn& d) {
+  using namespace detail;
+  const std::uint64_t ex = w.exec();
+  const bool mov = d.o == op::v_pk_mov_b32;
+  const unsigned nsrc = d.o == op::v_pk_fma_f32 ? 3 : 2;
+  const std::uint32_t* lo[3];
+  const std::uint32_t* hi[3];
+  std::uint32_t m[3], st[3][2];
+  for (unsigned i = 0; i < nsrc; ++i) {
+    const unsigned s = d.src[i];
+    const unsigned sel_lo = (d.opsel >> i) & 1, sel_hi = (d.opsel_hi >> i) & 1;
+    if (s >= op_vgpr0) {
+      lo[i] = vcol(w, s - op_vgpr0, 2), hi[i] = lo[i] + 64, m[i] = ~0u;
+      continue;
+    }
+    const bool constant = s == op_literal || (s >= 128 && s <= 208) || (s >= 240 && s <= 248);
+    if (constant && (mov ? sel_lo : sel_lo || sel_hi))  // v_pk_mov_b32: op_sel[i] picks src i's dword
+      unsupported(w, d, "packed f32: dword 1 of a constant operand (undocumented) selected by");
+    const std::uint64_t v = constant ? sget(w, d, s) : sget64(w, d, s);
+    st[i][0] = static_cast<std::uint32_t>(v), st[i][1] = static_cast<std::uint32_t>(v >> 32);
+    lo[i] = &st[i][0], hi[i] = &st[i][1], m[i] = 0;
+  }
+  std::uint32_t* D = vcol(w, d.dst, 2);
+  auto in = [&](unsigned i, unsigned l, bool upper) -> float {
+    const bool sel = upper ? ((d.opsel_hi >> i) & 1) : ((d.opsel >> i) & 1);
+    std::uint32_t x = (sel ? hi[i] : lo[i])[l & m[i]];
+    if (((upper ? d.neg_hi : d.neg) >> i) & 1) x ^= 0x80000000u;
+    return f32(x);
+  };
+  auto out = [&](float f) {
+    if (d.clamp) f = std::isnan(f) ? 0.0f : std::fmin(std::fmax(f, 0.0f), 1.0f);
+    return u32(f);
+  };
+  if (mov) {
+    each_lane(ex, [&](unsigned l) {
+      const std::uint32_t a = ((d.opsel & 1) ? hi[0] : lo[0])[l & m[0]], b = ((d.opsel & 2) ? hi[1] : lo[1])[l & m[1]];
+      D[l] = a, D[l + 64] = b;
+    });
+    return;
+  }
+  each_lane(ex, [&](unsigned l) {
+    for (unsigned h = 0; h < 2; ++h) {
+      const float a = in(0, l, h), b = in(1, l, h);
+      float r;
+      switch (d.o) {
+        case op::v_pk_fma_f32: r = std::fma(a, b, in(2, l, h)); break;
+        case op::v_pk_mul_f32: r = a * b; break;
+        default: r = a + b; break;  // v_pk_add_f32
+      }
+      D[l + 64 * h] = out(r);
     }
   });
 }

@@ -223,6 +223,7 @@ inline void interpreter::exec_valu16(wave& w, const insn& d, std::uint64_t ex) {
 // VOP3P: packed halves and fma_mix.
 inline void interpreter::exec_vop3p(wave& w, const insn& d) {
   using namespace detail;
+  if (d.o >= op::v_pk_fma_f32 && d.o <= op::v_pk_mov_b32) return exec_pk_f32(w, d);  // CDNA (exec_gfx9.hpp)
   using u16 = std::uint16_t;
   using i16 = std::int16_t;
   const std::uint64_t ex = w.exec();

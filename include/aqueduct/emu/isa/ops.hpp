@@ -273,6 +273,8 @@ enum class kind : std::uint8_t {
   X(v_dot2_f32_f16, f32, pk16, pk16, f32) \
   /* gfx90a/gfx942 (CDNA) */ \
   X(v_fmac_f64, f64, f64, f64, none) X(v_mov_b64, b64, b64, none, none) X(v_lshl_add_u64, b64, b64, b32, b64) \
+  X(v_pk_fma_f32, b64, b64, b64, b64) X(v_pk_mul_f32, b64, b64, b64, none) X(v_pk_add_f32, b64, b64, b64, none) \
+  X(v_pk_mov_b32, b64, b64, b64, none) \
   /* DS: dst, addr (src0), data0 (src1), data1 (src2) */ \
   X(ds_add_u32, none, b32, b32, none) X(ds_sub_u32, none, b32, b32, none) \
   X(ds_min_i32, none, b32, b32, none) X(ds_max_i32, none, b32, b32, none) \

@@ -143,6 +143,39 @@ K void uniform(const unsigned* in, unsigned* out, float* fout, unsigned n, unsig
   const float q = __builtin_floorf(s) + __builtin_ceilf(t) + __builtin_truncf(u) + __builtin_rintf(v);
   fout[i] = __builtin_fmaf((float)in[i], s > t ? u : v, q) + (float)(int)t + (float)(unsigned)s;
 }
+// float2/float4 arithmetic: CDNA (gfx90a/gfx942) computes it with packed f32 (v_pk_fma_f32,
+// v_pk_mul_f32, v_pk_add_f32 with op_sel_hi and neg_lo/neg_hi), RDNA one lane-dword at a time.
+// Contraction off and explicit fmas: the host reference rounds exactly as written.
+typedef float vf2 __attribute__((ext_vector_type(2)));
+typedef float vf4 __attribute__((ext_vector_type(4)));
+K void vec2(const vf2* a, const vf2* b, vf2* c, vf4* d, float s, unsigned n) {
+#pragma clang fp contract(off)
+  unsigned i = gid();
+  if (i >= n) return;
+  const vf2 x = a[i], y = b[i];
+  const vf2 r = __builtin_elementwise_fma(x, y, (vf2){s, s}) * x + (vf2){0.5f, -2.0f} - y;
+  c[i] = r;
+  const vf4 w = {x.x, y.y, r.x, s};
+  d[i] = __builtin_elementwise_fma(w, (vf4){x.y, r.y, y.x, x.x}, (vf4){1.0f, 2.0f, 3.0f, 4.0f}) * s;
+}
+// Calls that are not inlined: s_getpc_b64 + s_add_u32/s_addc_u32 (a PC-relative address),
+// s_swappc_b64 into the callee, s_setpc_b64 back, the callee's frame and spills on the stack
+// in scratch (s32/s33 on RDNA and gfx942, the private segment buffer on gfx90a).
+__attribute__((noinline, device)) unsigned callee(unsigned x, unsigned y) {
+  unsigned a[8];
+  for (int k = 0; k < 8; ++k) a[k] = x * k + y;
+  unsigned s = 0;
+  for (int k = 0; k < 8; ++k) s += a[(k * 3 + x) & 7];
+  return s;
+}
+__attribute__((noinline, device)) unsigned outer(unsigned x, unsigned y) {
+  unsigned b[4] = {x, y, x ^ y, x + y};
+  return callee(b[x & 3], b[y & 3]) * 3 + b[(x >> 2) & 3];
+}
+K void calls(const unsigned* in, unsigned* out, unsigned n) {
+  unsigned i = gid();
+  if (i < n) out[i] = callee(in[i], i) + outer(in[i] * 5u, i);
+}
 #if defined(__gfx942__) || defined(__gfx90a__)
 // A matrix-core (MFMA) instruction, which the interpreter does not model: the dispatch must end
 // with a queue error naming it (tests/runtime/isa_kernels.cpp).
