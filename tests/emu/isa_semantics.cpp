@@ -10,6 +10,9 @@
 //   - the GPU's own rules where IEEE leaves a choice or the ISA differs from C: min/max with
 //     -0 < +0 and NaN handling (RDNA3/RDNA4 ISA guides), saturating float→int conversions
 //     (NaN → 0), shift counts masked to 5 bits (≥ 32), 24-bit multiplies, carries in VCC/SCC;
+//   - gfx12's SALU float: f32 (arithmetic, min/max_num, IEEE minimum/maximum, rounding,
+//     conversions, compares, s_cvt_pk_rtz_f16_f32 against a searched round-toward-zero) and f16
+//     (the same over f16 edge pairs, sources' upper bits ignored, the result's upper bits zero);
 //   - approximate operations: v_rcp_f32, v_rsq_f32, v_sqrt_f32 (and f64) are ≤ 1 ULP on hardware;
 //     the interpreter returns the correctly rounded value and this test holds it to that (0 ULP).
 // Inputs come from memory (global_load_b128 per lane: a, b, c, d), so every case also runs a
@@ -95,6 +98,7 @@ struct machine {
   const isa::target& t;
   std::vector<lane_out> out;
   u32 s8 = 0, s9 = 0;
+  u32 s6 = 0;  // an extra scalar input (s6), 0 unless a case sets it
   bool scc = false;
 
   void run(const std::vector<u32>& code, const lane_in* in, const u32 (&s)[4] = {0, 0, 0, 0}) {
@@ -113,6 +117,7 @@ struct machine {
     const u64 va = reinterpret_cast<std::uintptr_t>(data);
     ws.sgpr[0] = static_cast<u32>(va), ws.sgpr[1] = static_cast<u32>(va >> 32);
     for (int i = 0; i < 4; ++i) ws.sgpr[2 + i] = s[i];
+    ws.sgpr[6] = s6;
     for (unsigned l = 0; l < 64; ++l) ws.v0[l] = l * 16;
     isa::run_params rp;
     rp.entry = reinterpret_cast<std::uintptr_t>(code_at);
@@ -330,6 +335,20 @@ std::vector<vcase> vector_cases(bool gfx12) {
   return v;
 }
 
+// f32 → f16 rounded toward zero, found by search: the f16 of largest magnitude not above |x|
+// (past the largest finite f16: that one; infinities and NaN stay what they are).
+_Float16 rtz_ref(float x) {
+  if (std::isnan(x) || std::isinf(x)) return static_cast<_Float16>(x);
+  const float m = std::fabs(x);
+  std::uint16_t lo = 0, hi = 0x7BFF;  // magnitudes 0 .. 65504, ordered like their encodings
+  while (lo < hi) {
+    const std::uint16_t mid = static_cast<std::uint16_t>((lo + hi + 1) / 2);
+    if (static_cast<float>(std::bit_cast<_Float16>(mid)) <= m) lo = mid;
+    else hi = static_cast<std::uint16_t>(mid - 1);
+  }
+  return std::bit_cast<_Float16>(static_cast<std::uint16_t>(lo | (std::signbit(x) ? 0x8000 : 0)));
+}
+
 // gfx12's SALU float operations (s2 = a, s3 = b, s4 = c over the 256 f32 edge pairs; result
 // in s8, SCC), against host C++ with the VALU's conventions (the same RNE arithmetic, min/max_num
 // NaN rule, saturating conversions; RDNA4 ISA guide, SALU floating-point instructions).
@@ -343,6 +362,14 @@ void run_salu_float(const char* mcpu, machine& m) {
       if (std::isnan(a) && std::isnan(b)) return std::isnan(bf(r));
       if (std::isnan(a)) return r == fb(b);
       if (std::isnan(b)) return r == fb(a);
+      if (a == 0 && b == 0) return r == fb(mx ? (std::signbit(a) ? b : a) : (std::signbit(a) ? a : b));
+      return r == fb(mx ? (a > b ? a : b) : (a < b ? a : b));
+    };
+  };
+  // IEEE 754-2019 minimum/maximum: any NaN operand gives a NaN; -0 < +0.
+  auto minmax = [](bool mx) {
+    return [mx](float a, float b, float, u32 r, bool) {
+      if (std::isnan(a) || std::isnan(b)) return std::isnan(bf(r));
       if (a == 0 && b == 0) return r == fb(mx ? (std::signbit(a) ? b : a) : (std::signbit(a) ? a : b));
       return r == fb(mx ? (a > b ? a : b) : (a < b ? a : b));
     };
@@ -370,6 +397,11 @@ void run_salu_float(const char* mcpu, machine& m) {
       {"s_cmp_o_f32 s2, s3", [](float a, float b, float, u32, bool c) { return c == !(std::isnan(a) || std::isnan(b)); }},
       {"s_cmp_nge_f32 s2, s3", [](float a, float b, float, u32, bool c) { return c == !(a >= b); }},
       {"s_cmp_neq_f32 s2, s3", [](float a, float b, float, u32, bool c) { return c == !(a == b); }},
+      {"s_minimum_f32 s8, s2, s3", minmax(false)},
+      {"s_maximum_f32 s8, s2, s3", minmax(true)},
+      {"s_cvt_pk_rtz_f16_f32 s8, s2, s3", [](float a, float b, float, u32 r, bool) {
+         return same_f16(std::uint16_t(r), rtz_ref(a)) && same_f16(std::uint16_t(r >> 16), rtz_ref(b));
+       }},
   };
   std::string text;
   for (auto& c : fc) text += std::string(c.body) + "\ns_endpgm\n";
@@ -387,6 +419,97 @@ void run_salu_float(const char* mcpu, machine& m) {
         m.run(progs[k], zero.data(), s);
         if (!fc[k].ok(a, b, c, m.s8, m.scc) && bad++ < 3)
           MESSAGE("a=0x" << std::hex << fb(a) << " b=0x" << fb(b) << " c=0x" << fb(c) << ": s8=0x" << m.s8 << " scc=" << m.scc);
+      }
+    CHECK(bad == 0);
+  }
+}
+
+// gfx12's SALU f16 operations over the 256 f16 edge pairs: s2 = a, s3 = b, s4 = c in bits
+// [15:0] with other bits above (the operations read [15:0] only), the result in s8's [15:0] and
+// [31:16] zero (RDNA4 ISA guide, "SALU floating point": scalar f16 instructions operate on bits
+// [15:0] and zero the destination's upper bits). Expected values: host _Float16 arithmetic,
+// each operation rounded once (sums and products are exact in double, fma in long double).
+void run_salu_f16(const char* mcpu, machine& m) {
+  using h16 = _Float16;
+  struct hcase {
+    const char* body;
+    std::function<bool(h16, h16, h16, u32, bool)> ok;  // a, b, c, s8, scc
+  };
+  auto r16 = [](u32 r, h16 want) { return (r >> 16) == 0 && same_f16(std::uint16_t(r), want); };
+  auto hb = [](h16 x) { return std::bit_cast<std::uint16_t>(x); };
+  auto num = [hb](bool mx) {  // minimumNumber / maximumNumber (s_min_num / s_max_num)
+    return [mx, hb](h16 a, h16 b, h16, u32 r, bool) {
+      if ((r >> 16) != 0) return false;
+      const std::uint16_t g = std::uint16_t(r);
+      const bool an = a != a, bn = b != b;
+      if (an && bn) return (g & 0x7C00) == 0x7C00 && (g & 0x3FF) != 0;
+      if (an) return g == hb(b);
+      if (bn) return g == hb(a);
+      if (a == 0 && b == 0) return g == hb(mx ? (std::signbit(float(a)) ? b : a) : (std::signbit(float(a)) ? a : b));
+      return g == hb(mx ? (a > b ? a : b) : (a < b ? a : b));
+    };
+  };
+  auto ieee = [hb](bool mx) {  // IEEE 754-2019 minimum / maximum
+    return [mx, hb](h16 a, h16 b, h16, u32 r, bool) {
+      if ((r >> 16) != 0) return false;
+      const std::uint16_t g = std::uint16_t(r);
+      if (a != a || b != b) return (g & 0x7C00) == 0x7C00 && (g & 0x3FF) != 0;
+      if (a == 0 && b == 0) return g == hb(mx ? (std::signbit(float(a)) ? b : a) : (std::signbit(float(a)) ? a : b));
+      return g == hb(mx ? (a > b ? a : b) : (a < b ? a : b));
+    };
+  };
+  float s6f = 0;  // s_cvt_f16_f32's source, an f32 between f16 values: a * 3 + b
+  const std::vector<hcase> hc = {
+      {"s_add_f16 s8, s2, s3", [r16](h16 a, h16 b, h16, u32 r, bool) { return r16(r, h16(double(a) + double(b))); }},
+      {"s_sub_f16 s8, s2, s3", [r16](h16 a, h16 b, h16, u32 r, bool) { return r16(r, h16(double(a) - double(b))); }},
+      {"s_mul_f16 s8, s2, s3", [r16](h16 a, h16 b, h16, u32 r, bool) { return r16(r, h16(double(a) * double(b))); }},
+      {"s_mov_b32 s8, s4\ns_fmac_f16 s8, s2, s3", [r16](h16 a, h16 b, h16 c, u32 r, bool) {
+         return r16(r, h16(std::fmal(static_cast<long double>(a), static_cast<long double>(b), static_cast<long double>(c))));
+       }},
+      {"s_add_f16 s8, 2.0, s2", [r16](h16 a, h16, h16, u32 r, bool) { return r16(r, h16(2.0 + double(a))); }},
+      {"s_mul_f16 s8, s2, 0x3555", [r16](h16 a, h16, h16, u32 r, bool) {
+         return r16(r, h16(double(a) * double(std::bit_cast<h16>(std::uint16_t(0x3555)))));
+       }},
+      {"s_min_num_f16 s8, s2, s3", num(false)},
+      {"s_max_num_f16 s8, s2, s3", num(true)},
+      {"s_minimum_f16 s8, s2, s3", ieee(false)},
+      {"s_maximum_f16 s8, s2, s3", ieee(true)},
+      {"s_ceil_f16 s8, s2", [r16](h16 a, h16, h16, u32 r, bool) { return r16(r, h16(std::ceil(float(a)))); }},
+      {"s_floor_f16 s8, s2", [r16](h16 a, h16, h16, u32 r, bool) { return r16(r, h16(std::floor(float(a)))); }},
+      {"s_trunc_f16 s8, s2", [r16](h16 a, h16, h16, u32 r, bool) { return r16(r, h16(std::trunc(float(a)))); }},
+      {"s_rndne_f16 s8, s2", [r16](h16 a, h16, h16, u32 r, bool) { return r16(r, h16(std::nearbyint(float(a)))); }},
+      {"s_add_f16 s9, s2, 1.0\ns_rndne_f16 s8, s9", [r16](h16 a, h16, h16, u32 r, bool) {  // ties (1.5 + 1, -1.5 + 1): to even
+         return r16(r, h16(std::nearbyint(float(h16(double(a) + 1.0)))));
+       }},
+      {"s_cvt_f32_f16 s8, s2", [](h16 a, h16, h16, u32 r, bool) { return same_f32(r, float(a)); }},
+      {"s_cvt_hi_f32_f16 s8, s5", [](h16, h16 b, h16, u32 r, bool) { return same_f32(r, float(b)); }},  // s5 = b << 16
+      {"s_cvt_f16_f32 s8, s6", [r16, &s6f](h16, h16, h16, u32 r, bool) { return r16(r, h16(s6f)); }},  // one rounding
+      {"s_cmp_lt_f16 s2, s3", [](h16 a, h16 b, h16, u32, bool c) { return c == (a < b); }},
+      {"s_cmp_lg_f16 s2, s3", [](h16 a, h16 b, h16, u32, bool c) { return c == (a < b || a > b); }},
+      {"s_cmp_u_f16 s2, s3", [](h16 a, h16 b, h16, u32, bool c) { return c == (a != a || b != b); }},
+      {"s_cmp_nle_f16 s2, s3", [](h16 a, h16 b, h16, u32, bool c) { return c == !(a <= b); }},
+      {"s_cmp_eq_f16 s2, s3", [](h16 a, h16 b, h16, u32, bool c) { return c == (a == b); }},
+  };
+  std::string text;
+  for (auto& c : hc) text += std::string(c.body) + "\ns_endpgm\n";
+  const auto progs = assemble(mcpu, text);
+  REQUIRE(progs.size() == hc.size());
+  std::vector<lane_in> zero(64, lane_in{0, 0, 0, 0});
+  for (std::size_t k = 0; k < hc.size(); ++k) {
+    const std::string body = hc[k].body;
+    CAPTURE(body);
+    int bad = 0;
+    for (unsigned i = 0; i < 16; ++i)
+      for (unsigned j = 0; j < 16; ++j) {
+        const std::uint16_t a = hedges[i], b = hedges[j], c = hedges[(i + 3 * j + 5) % 16];
+        const h16 ha = std::bit_cast<h16>(a), hb2 = std::bit_cast<h16>(b);
+        const u32 s[4] = {a | 0x12340000u, b | 0xFEDC0000u, c | 0x80000000u, u32(b) << 16 | 0x5A5Au};
+        s6f = float(ha) * 3.0f + float(hb2);
+        m.s6 = fb(s6f);
+        m.run(progs[k], zero.data(), s);
+        m.s6 = 0;
+        if (!hc[k].ok(ha, hb2, std::bit_cast<h16>(c), m.s8, m.scc) && bad++ < 3)
+          MESSAGE("a=0x" << std::hex << a << " b=0x" << b << " c=0x" << c << ": s8=0x" << m.s8 << " scc=" << m.scc);
       }
     CHECK(bad == 0);
   }
@@ -474,7 +597,7 @@ void run_target(const char* mcpu, const isa::target& t, bool gfx12) {
       }
     CHECK(bad == 0);
   }
-  if (gfx12) run_salu_float(mcpu, m);
+  if (gfx12) run_salu_float(mcpu, m), run_salu_f16(mcpu, m);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 // instruction and the PC. The corpus covers: vector add, saxpy, grid-stride loop, LDS tree
 // reduction with barriers, global atomics, integer hash/bit ops, divergent loop, f32 math with
 // division/sqrt/fma, 64-bit pointer arithmetic, a tiled LDS matmul on a 2-D grid, fp64, half
-// precision (scalar and packed), a private array in scratch, float2/float4 (packed f32 on CDNA)
+// precision (scalar, packed and uniform), a private array in scratch, float2/float4 (packed f32 on CDNA)
 // and calls that are not inlined (a stack frame in scratch).
 #include <aqueduct/emu/isa.hpp>  // installs the ISA interpreter (machine code on the emulator)
 #include <aqueduct/runtime.hpp>
@@ -310,6 +310,30 @@ digests run_corpus(const rt::agent& gpu, const std::string& path, bool pm4 = fal
       }
       CHECK(bad == 0);
       out_digest["uniform"] = digest(out.data(), n) ^ digest(fout.data(), n);
+    }
+    {
+      // Uniform _Float16 arguments (gfx12: SALU f16), contraction off: each operation rounded to
+      // f16 once (sums and products are exact in double).
+      auto in = gpu.alloc<_Float16>(n, rt::memory_kind::host), out = gpu.alloc<_Float16>(n, rt::memory_kind::host);
+      auto fout = gpu.alloc<float>(n, rt::memory_kind::host);
+      for (std::uint32_t i = 0; i < n; ++i) in[i] = _Float16((float(i) - 500.0f) * 0.0625f);
+      const _Float16 s = _Float16(2.75f), t = _Float16(-1.25f);
+      const float fa = 0.3f;
+      run("uniform16", rt::grid{n}, rt::block{64}, in, out, fout, s, t, fa, n);
+      auto h = [](double x) { return _Float16(x); };
+      const _Float16 u = h(std::fma(double(s), double(t), 1.0));
+      const _Float16 v = h(double(std::fmin(double(s), double(t))) - double(std::fmax(double(u), 2.0)));
+      const _Float16 q = h(double(h(double(h(std::floor(double(s)) + std::ceil(double(t)))) + std::trunc(double(u)))) + std::nearbyint(double(v)));
+      const _Float16 w = s > t ? u : v;
+      int bad = 0;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const _Float16 want = h(double(h(double(in[i]) * double(w))) + double(q));
+        const float fwant = (float(in[i]) + float(q) * fa) + float(_Float16(fa));
+        bad += std::bit_cast<std::uint16_t>(out[i]) != std::bit_cast<std::uint16_t>(want);
+        bad += std::bit_cast<std::uint32_t>(fout[i]) != std::bit_cast<std::uint32_t>(fwant);
+      }
+      CHECK(bad == 0);
+      out_digest["uniform16"] = digest(out.data(), n) ^ digest(fout.data(), n);
     }
     {
       // float2/float4 (packed f32 on gfx90a/gfx942), contraction off: rounded as written.

@@ -83,6 +83,8 @@ inline bool interpreter::exec_salu(wave& w, const insn& d) {
   const std::int32_t ia = static_cast<std::int32_t>(a), ib = static_cast<std::int32_t>(b);
   const std::uint32_t k = static_cast<std::uint16_t>(d.imm);  // SOPK simm16 as unsigned
   const std::uint32_t kd = d.dst < 128 ? w.s[d.dst] : 0u;     // SOPK reads its destination
+  // 16-bit float source i: bits [15:0], inline constants as f16 (gfx12 SALU f16)
+  auto h = [&](unsigned i) { return static_cast<std::uint16_t>(inline_or_sget(w, d, d.src[i], 2)); };
   switch (d.o) {
     // ---- SOP1
     case op::s_mov_b32: put(a); break;
@@ -224,8 +226,29 @@ inline bool interpreter::exec_salu(wave& w, const insn& d) {
     case op::s_cvt_f32_u32: put(u32(static_cast<float>(a))); break;
     case op::s_cvt_i32_f32: put(static_cast<std::uint32_t>(fp::to_int<std::int32_t>(f32(a)))); break;
     case op::s_cvt_u32_f32: put(fp::to_int<std::uint32_t>(f32(a))); break;
+    case op::s_minimum_f32: put(u32(fp::minimum(f32(a), f32(b)))); break;
+    case op::s_maximum_f32: put(u32(fp::maximum(f32(a), f32(b)))); break;
+    case op::s_cvt_pk_rtz_f16_f32: put(std::uint32_t(detail::f2h_rtz(f32(a))) | std::uint32_t(detail::f2h_rtz(f32(b))) << 16); break;
+    // ---- SALU f16 (gfx12): bits [15:0] of each source (an inline constant is the f16 one), the
+    // result in bits [15:0] with [31:16] zeroed (RDNA4 ISA guide, "SALU floating point")
+    case op::s_add_f16: put(detail::d2h(detail::h2d(h(0)) + detail::h2d(h(1)))); break;
+    case op::s_sub_f16: put(detail::d2h(detail::h2d(h(0)) - detail::h2d(h(1)))); break;
+    case op::s_mul_f16: put(detail::d2h(detail::h2d(h(0)) * detail::h2d(h(1)))); break;  // exact in double, one rounding
+    case op::s_fmac_f16: put(detail::hfma(h(0), h(1), static_cast<std::uint16_t>(kd))); break;
+    case op::s_min_num_f16: put(detail::hmin_num(h(0), h(1))); break;
+    case op::s_max_num_f16: put(detail::hmax_num(h(0), h(1))); break;
+    case op::s_minimum_f16: put(detail::hminimum(h(0), h(1))); break;
+    case op::s_maximum_f16: put(detail::hmaximum(h(0), h(1))); break;
+    case op::s_ceil_f16: put(detail::d2h(std::ceil(detail::h2d(h(0))))); break;
+    case op::s_floor_f16: put(detail::d2h(std::floor(detail::h2d(h(0))))); break;
+    case op::s_trunc_f16: put(detail::d2h(std::trunc(detail::h2d(h(0))))); break;
+    case op::s_rndne_f16: put(detail::d2h(std::nearbyint(detail::h2d(h(0))))); break;
+    case op::s_cvt_f16_f32: put(detail::d2h(f32(a))); break;  // float → f16: one rounding (RNE)
+    case op::s_cvt_f32_f16: put(u32(detail::h2f(h(0)))); break;
+    case op::s_cvt_hi_f32_f16: put(u32(detail::h2f(static_cast<std::uint16_t>(a >> 16)))); break;
     // ---- SOPC
     case op::s_cmp_f32: w.scc = fp::fcmp(d.aux, f32(a), f32(b)); break;
+    case op::s_cmp_f16: w.scc = fp::fcmp(d.aux, detail::h2f(h(0)), detail::h2f(h(1))); break;
     case op::s_cmp_i32: w.scc = detail::cmp6(d.aux, ia, ib); break;
     case op::s_cmp_u32: w.scc = detail::cmp6(d.aux, a, b); break;
     case op::s_cmp_u64: w.scc = detail::cmp6(d.aux, a64(), b64()); break;

@@ -17,57 +17,7 @@
 
 namespace aqueduct::emu::isa {
 
-namespace detail {
-inline double h2d(std::uint16_t x) noexcept { return static_cast<double>(std::bit_cast<_Float16>(x)); }
-inline float h2f(std::uint16_t x) noexcept { return static_cast<float>(std::bit_cast<_Float16>(x)); }
-inline std::uint16_t d2h(double x) noexcept { return std::bit_cast<std::uint16_t>(static_cast<_Float16>(x)); }
-inline std::uint16_t ld2h(long double x) noexcept { return std::bit_cast<std::uint16_t>(static_cast<_Float16>(x)); }
-inline bool h_nan(std::uint16_t x) noexcept { return (x & 0x7C00) == 0x7C00 && (x & 0x3FF) != 0; }
-inline bool h_snan(std::uint16_t x) noexcept { return h_nan(x) && (x & 0x200) == 0; }
-inline std::uint16_t h_quiet(std::uint16_t x) noexcept { return x | 0x200; }
-// V_MIN_F16 / V_MAX_F16 with the rules of V_MIN_F32 (emu/isa/fp.hpp).
-inline std::uint16_t hmin(std::uint16_t a, std::uint16_t b, bool ieee) noexcept {
-  if (ieee && h_snan(a)) return h_quiet(a);
-  if (ieee && h_snan(b)) return h_quiet(b);
-  if (h_nan(b)) return a;
-  if (h_nan(a)) return b;
-  return fp::lt_neg_zero(h2f(a), h2f(b)) ? a : b;
-}
-inline std::uint16_t hmax(std::uint16_t a, std::uint16_t b, bool ieee) noexcept {
-  if (ieee && h_snan(a)) return h_quiet(a);
-  if (ieee && h_snan(b)) return h_quiet(b);
-  if (h_nan(b)) return a;
-  if (h_nan(a)) return b;
-  return fp::gt_neg_zero(h2f(a), h2f(b)) ? a : b;
-}
-inline std::uint16_t hmin_num(std::uint16_t a, std::uint16_t b) noexcept {
-  if (h_nan(a) && h_nan(b)) return h_quiet(a);
-  if (h_nan(a)) return b;
-  if (h_nan(b)) return a;
-  return fp::lt_neg_zero(h2f(a), h2f(b)) ? a : b;
-}
-inline std::uint16_t hmax_num(std::uint16_t a, std::uint16_t b) noexcept {
-  if (h_nan(a) && h_nan(b)) return h_quiet(a);
-  if (h_nan(a)) return b;
-  if (h_nan(b)) return a;
-  return fp::gt_neg_zero(h2f(a), h2f(b)) ? a : b;
-}
-inline std::uint16_t hfma(std::uint16_t a, std::uint16_t b, std::uint16_t c) noexcept {
-  return ld2h(std::fmal(static_cast<long double>(h2d(a)), static_cast<long double>(h2d(b)), static_cast<long double>(h2d(c))));
-}
-inline std::uint16_t hmed3(std::uint16_t a, std::uint16_t b, std::uint16_t c, bool ieee) noexcept {
-  if (h_nan(a) || h_nan(b) || h_nan(c)) return hmin(hmin(a, b, ieee), c, ieee);
-  const std::uint16_t mx = hmax(hmax(a, b, ieee), c, ieee);
-  if (h2f(mx) == h2f(a)) return hmax(b, c, ieee);
-  if (h2f(mx) == h2f(b)) return hmax(a, c, ieee);
-  return hmax(a, b, ieee);
-}
-template <class I>
-inline std::uint16_t h_to_int(std::uint16_t x) noexcept {
-  return static_cast<std::uint16_t>(fp::to_int<I>(h2f(x)));
-}
-}  // namespace detail
-
+// The f16 helpers (h2d, d2h, hmin, hfma, …) are in emu/isa/fp.hpp.
 // Reads a 16-bit source (see the header comment): VGPR half, or a scalar/constant's low half
 // (the high half of an SGPR when VOP3 op_sel asks for it).
 inline interpreter::src32 interpreter::vsrc16(wave& w, const insn& d, unsigned i, std::uint32_t& store, kind k) const {
@@ -203,17 +153,10 @@ inline void interpreter::exec_valu16(wave& w, const insn& d, std::uint64_t ex) {
       each_lane(ex, [&](unsigned l) { D32[l] = (A(l) & 0xFFFFu) | (B(l) << 16); });
       return;
     }
-    case op::v_cvt_pk_rtz_f16_f32: {  // round toward zero: truncate the correctly rounded-to-odd…
+    case op::v_cvt_pk_rtz_f16_f32: {  // round toward zero (detail::f2h_rtz)
       std::uint32_t s0, s1;
       const src32 A = vsrc(w, d, 0, s0, kind::f32), B = vsrc(w, d, 1, s1, kind::f32);
-      auto rtz = [](float x) -> u16 {
-        const u16 n = d2h(x);  // nearest; step back toward zero if it rounded away from zero
-        if (std::isnan(x) || std::isinf(x)) return n;
-        const float back = h2f(n);
-        if (std::fabs(back) > std::fabs(x)) return u16(n - 1);  // magnitude-ordered encoding
-        return n;
-      };
-      each_lane(ex, [&](unsigned l) { D32[l] = std::uint32_t(rtz(f32(A(l)))) | (std::uint32_t(rtz(f32(B(l)))) << 16); });
+      each_lane(ex, [&](unsigned l) { D32[l] = std::uint32_t(f2h_rtz(f32(A(l)))) | (std::uint32_t(f2h_rtz(f32(B(l)))) << 16); });
       return;
     }
     default: unsupported(w, d);

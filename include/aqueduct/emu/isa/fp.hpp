@@ -1,6 +1,7 @@
 // aqueduct/emu/isa/fp.hpp — floating-point helpers with the GPU's semantics where they differ
 // from the host's: min/max (sNaN quieting in IEEE mode, -0 < +0), class masks, conversions
-// that saturate, division scaling and fix-up.
+// that saturate, division scaling and fix-up; f16 (as bits) conversions, min/max and fma for the
+// 16-bit VALU and gfx12's SALU f16 operations.
 //
 // Layer: emu. Written from the RDNA3/RDNA4 ISA guides' pseudocode (V_MIN_F32, V_MED3_F32,
 // V_CMP_CLASS_F32, V_DIV_SCALE_F32, V_DIV_FIXUP_F32, V_CVT_U32_F32 …), which gfx9 shares for
@@ -81,6 +82,20 @@ template <class F>
   if (std::isnan(a) && std::isnan(b)) return quiet(a);
   if (std::isnan(a)) return b;
   if (std::isnan(b)) return a;
+  return gt_neg_zero(a, b) ? a : b;
+}
+// gfx12 S_MINIMUM_F32 / S_MAXIMUM_F32 (IEEE 754-2019 minimum/maximum, RDNA4 guide): a NaN
+// operand gives a NaN (a signalling one quieted; S0's first), and -0 < +0.
+template <class F>
+[[nodiscard]] inline F minimum(F a, F b) noexcept {
+  if (std::isnan(a)) return quiet(a);
+  if (std::isnan(b)) return quiet(b);
+  return lt_neg_zero(a, b) ? a : b;
+}
+template <class F>
+[[nodiscard]] inline F maximum(F a, F b) noexcept {
+  if (std::isnan(a)) return quiet(a);
+  if (std::isnan(b)) return quiet(b);
   return gt_neg_zero(a, b) ? a : b;
 }
 template <class F>
@@ -206,3 +221,75 @@ template <class F>
 }
 
 }  // namespace aqueduct::emu::isa::fp
+
+namespace aqueduct::emu::isa {
+// f16 as bits (std::uint16_t): conversions through the host's _Float16 and the GPU's min/max rules.
+namespace detail {
+inline double h2d(std::uint16_t x) noexcept { return static_cast<double>(std::bit_cast<_Float16>(x)); }
+inline float h2f(std::uint16_t x) noexcept { return static_cast<float>(std::bit_cast<_Float16>(x)); }
+inline std::uint16_t d2h(double x) noexcept { return std::bit_cast<std::uint16_t>(static_cast<_Float16>(x)); }
+inline std::uint16_t ld2h(long double x) noexcept { return std::bit_cast<std::uint16_t>(static_cast<_Float16>(x)); }
+inline bool h_nan(std::uint16_t x) noexcept { return (x & 0x7C00) == 0x7C00 && (x & 0x3FF) != 0; }
+inline bool h_snan(std::uint16_t x) noexcept { return h_nan(x) && (x & 0x200) == 0; }
+inline std::uint16_t h_quiet(std::uint16_t x) noexcept { return x | 0x200; }
+// V_MIN_F16 / V_MAX_F16 with the rules of V_MIN_F32 (emu/isa/fp.hpp).
+inline std::uint16_t hmin(std::uint16_t a, std::uint16_t b, bool ieee) noexcept {
+  if (ieee && h_snan(a)) return h_quiet(a);
+  if (ieee && h_snan(b)) return h_quiet(b);
+  if (h_nan(b)) return a;
+  if (h_nan(a)) return b;
+  return fp::lt_neg_zero(h2f(a), h2f(b)) ? a : b;
+}
+inline std::uint16_t hmax(std::uint16_t a, std::uint16_t b, bool ieee) noexcept {
+  if (ieee && h_snan(a)) return h_quiet(a);
+  if (ieee && h_snan(b)) return h_quiet(b);
+  if (h_nan(b)) return a;
+  if (h_nan(a)) return b;
+  return fp::gt_neg_zero(h2f(a), h2f(b)) ? a : b;
+}
+inline std::uint16_t hmin_num(std::uint16_t a, std::uint16_t b) noexcept {
+  if (h_nan(a) && h_nan(b)) return h_quiet(a);
+  if (h_nan(a)) return b;
+  if (h_nan(b)) return a;
+  return fp::lt_neg_zero(h2f(a), h2f(b)) ? a : b;
+}
+inline std::uint16_t hmax_num(std::uint16_t a, std::uint16_t b) noexcept {
+  if (h_nan(a) && h_nan(b)) return h_quiet(a);
+  if (h_nan(a)) return b;
+  if (h_nan(b)) return a;
+  return fp::gt_neg_zero(h2f(a), h2f(b)) ? a : b;
+}
+inline std::uint16_t hfma(std::uint16_t a, std::uint16_t b, std::uint16_t c) noexcept {
+  return ld2h(std::fmal(static_cast<long double>(h2d(a)), static_cast<long double>(h2d(b)), static_cast<long double>(h2d(c))));
+}
+inline std::uint16_t hmed3(std::uint16_t a, std::uint16_t b, std::uint16_t c, bool ieee) noexcept {
+  if (h_nan(a) || h_nan(b) || h_nan(c)) return hmin(hmin(a, b, ieee), c, ieee);
+  const std::uint16_t mx = hmax(hmax(a, b, ieee), c, ieee);
+  if (h2f(mx) == h2f(a)) return hmax(b, c, ieee);
+  if (h2f(mx) == h2f(b)) return hmax(a, c, ieee);
+  return hmax(a, b, ieee);
+}
+inline std::uint16_t hminimum(std::uint16_t a, std::uint16_t b) noexcept {  // fp::minimum for f16
+  if (h_nan(a)) return h_quiet(a);
+  if (h_nan(b)) return h_quiet(b);
+  return fp::lt_neg_zero(h2f(a), h2f(b)) ? a : b;
+}
+inline std::uint16_t hmaximum(std::uint16_t a, std::uint16_t b) noexcept {
+  if (h_nan(a)) return h_quiet(a);
+  if (h_nan(b)) return h_quiet(b);
+  return fp::gt_neg_zero(h2f(a), h2f(b)) ? a : b;
+}
+// f32 → f16 rounded toward zero (v_cvt_pk_rtz_f16_f32, s_cvt_pk_rtz_f16_f32): the nearest f16,
+// stepped back toward zero when it rounded away (encodings are magnitude-ordered); a finite
+// value past the largest f16 gives the largest f16, not infinity.
+inline std::uint16_t f2h_rtz(float x) noexcept {
+  const std::uint16_t n = d2h(x);
+  if (std::isnan(x) || std::isinf(x)) return n;
+  return std::fabs(h2f(n)) > std::fabs(x) ? static_cast<std::uint16_t>(n - 1) : n;
+}
+template <class I>
+inline std::uint16_t h_to_int(std::uint16_t x) noexcept {
+  return static_cast<std::uint16_t>(fp::to_int<I>(h2f(x)));
+}
+}  // namespace detail
+}  // namespace aqueduct::emu::isa

@@ -106,11 +106,20 @@ enum class kind : std::uint8_t {
   X(s_trunc_f32, f32, f32, none, none) X(s_rndne_f32, f32, f32, none, none) \
   X(s_cvt_f32_i32, f32, b32, none, none) X(s_cvt_f32_u32, f32, b32, none, none) \
   X(s_cvt_i32_f32, b32, f32, none, none) X(s_cvt_u32_f32, b32, f32, none, none) \
+  X(s_minimum_f32, f32, f32, f32, none) X(s_maximum_f32, f32, f32, f32, none) \
+  X(s_cvt_pk_rtz_f16_f32, b32, f32, f32, none) \
+  /* SALU f16 (gfx12): sources and result in bits [15:0], the result's [31:16] zeroed */ \
+  X(s_add_f16, f16, f16, f16, none) X(s_sub_f16, f16, f16, f16, none) X(s_mul_f16, f16, f16, f16, none) \
+  X(s_fmac_f16, f16, f16, f16, none) X(s_min_num_f16, f16, f16, f16, none) X(s_max_num_f16, f16, f16, f16, none) \
+  X(s_minimum_f16, f16, f16, f16, none) X(s_maximum_f16, f16, f16, f16, none) \
+  X(s_ceil_f16, f16, f16, none, none) X(s_floor_f16, f16, f16, none, none) \
+  X(s_trunc_f16, f16, f16, none, none) X(s_rndne_f16, f16, f16, none, none) \
+  X(s_cvt_f16_f32, f16, f32, none, none) X(s_cvt_f32_f16, f32, f16, none, none) X(s_cvt_hi_f32_f16, f32, b32, none, none) \
   /* SOPC: s_cmp_<cond>_<type>, condition in aux (0 eq, 1 lg, 2 gt, 3 ge, 4 lt, 5 le) */ \
   X(s_cmp_i32, none, b32, b32, none) X(s_cmp_u32, none, b32, b32, none) X(s_cmp_u64, none, b64, b64, none) \
   X(s_bitcmp0_b32, none, b32, b32, none) X(s_bitcmp1_b32, none, b32, b32, none) \
   X(s_bitcmp0_b64, none, b64, b32, none) X(s_bitcmp1_b64, none, b64, b32, none) \
-  X(s_cmp_f32, none, f32, f32, none) /* gfx12 s_cmp_<cond>_f32: the VOPC float condition in aux */ \
+  X(s_cmp_f32, none, f32, f32, none) X(s_cmp_f16, none, f16, f16, none) /* gfx12 s_cmp_<cond>_f32/f16: the VOPC float condition in aux */ \
   /* SOPK (simm16 in insn::imm; cmpk condition in aux) */ \
   X(s_movk_i32, b32, none, none, none) X(s_cmovk_i32, b32, none, none, none) \
   X(s_cmpk_i32, none, b32, none, none) X(s_cmpk_u32, none, b32, none, none) \

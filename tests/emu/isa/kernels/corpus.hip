@@ -143,6 +143,20 @@ K void uniform(const unsigned* in, unsigned* out, float* fout, unsigned n, unsig
   const float q = __builtin_floorf(s) + __builtin_ceilf(t) + __builtin_truncf(u) + __builtin_rintf(v);
   fout[i] = __builtin_fmaf((float)in[i], s > t ? u : v, q) + (float)(int)t + (float)(unsigned)s;
 }
+// Uniform half precision (kernel-argument _Float16): gfx12 computes it on the scalar unit
+// (s_fmac_f16, s_min_num_f16, s_max_num_f16, s_sub_f16, s_floor/ceil/trunc/rndne_f16,
+// s_cmp_gt_f16, s_cvt_f32_f16, s_cvt_f16_f32), the other targets on the VALU.
+K void uniform16(const _Float16* in, _Float16* out, float* fout, _Float16 s, _Float16 t, float a, unsigned n) {
+#pragma clang fp contract(off)
+  unsigned i = gid();
+  if (i >= n) return;
+  const _Float16 u = __builtin_fmaf16(s, t, (_Float16)1.0f);
+  const _Float16 v = __builtin_fminf16(s, t) - __builtin_fmaxf16(u, (_Float16)2.0f);
+  const _Float16 q = __builtin_floorf16(s) + __builtin_ceilf16(t) + __builtin_truncf16(u) + __builtin_rintf16(v);
+  const _Float16 w = s > t ? u : v;
+  out[i] = in[i] * w + q;
+  fout[i] = (float)in[i] + (float)q * a + (float)(_Float16)a;
+}
 // float2/float4 arithmetic: CDNA (gfx90a/gfx942) computes it with packed f32 (v_pk_fma_f32,
 // v_pk_mul_f32, v_pk_add_f32 with op_sel_hi and neg_lo/neg_hi), RDNA one lane-dword at a time.
 // Contraction off and explicit fmas: the host reference rounds exactly as written.
