@@ -8,9 +8,11 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -92,6 +94,44 @@ TEST_CASE("a full ring is detected before writing; the producer waits and then p
   CHECK(proc.errors() == 0);
   CHECK(proc.dispatches(0) == 100);  // 0..99 in order: nothing overwritten before consumption
   CHECK(m.desc.read_dispatch_id == 100);
+}
+
+// The ring's wait for room is the one wait loop (sync::wait_until): it asks the ring memory's
+// stop_check, and a consumer that stopped ends the wait with its failure (the ring described)
+// instead of the wait running to its timeout. Control: without a stop_check the same wait runs
+// its whole timeout and reports queue_full.
+TEST_CASE("a wait for room reports a stopped consumer at once, with the ring described") {
+  struct consumer_state {
+    std::atomic<bool> dead{false};
+    std::optional<aqueduct::failure> stopped() const {
+      if (!dead.load(std::memory_order_acquire)) return std::nullopt;
+      return aqueduct::failure(errc::device_fault, "test consumer: memory fault at 0x10", 14);
+    }
+  } consumer;
+  queue_memory m(4);
+  auto mem = m.mem();
+  mem.stopped = asy::stop_check(consumer);
+  q::aql_queue_sp<> queue(mem, q::doorbell_ref(&m.doorbell));
+  for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(queue.try_submit(dispatch(0, i)).has_value());
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK(queue.try_submit(dispatch(0, 4), 30ms).error() == errc::queue_full);  // control: running, just full
+  CHECK(std::chrono::steady_clock::now() - t0 >= 30ms);
+  std::thread killer([&] {
+    std::this_thread::sleep_for(50ms);
+    consumer.dead.store(true, std::memory_order_release);
+  });
+  t0 = std::chrono::steady_clock::now();
+  auto r = queue.try_submit(dispatch(0, 4), 60s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  killer.join();
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error() == errc::device_fault);
+  CHECK(r.get_failure().os_errno() == 14);
+  const std::string d(r.detail());
+  CHECK_MESSAGE(d.find("memory fault at 0x10") != std::string::npos, d);
+  CHECK_MESSAGE(d.find("read_dispatch_id 0, write_dispatch_id 4") != std::string::npos, d);
+  CHECK(took < 10s);  // the stop ended it, not the 60 s timeout
+  CHECK(m.desc.write_dispatch_id == 4);  // nothing claimed
 }
 
 TEST_CASE("a batch writes every body, publishes headers in order and rings the doorbell once") {

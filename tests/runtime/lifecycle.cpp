@@ -164,6 +164,41 @@ TEST_CASE("a faulted queue with a full ring: try_dispatch returns the fault inst
   CHECK(b.get_failure() == aq::errc::device_fault);
 }
 
+// Bug 3 on an SDMA queue (issue 10 item 6: the ring layers' waits for room go through the one
+// wait loop and ask the runtime's stop_check). The engine is held at a POLL_REGMEM gate with a
+// copy from an unmapped address behind it and the ring full; a submission then waits for room,
+// the gate opens, the engine faults on the copy and never consumes the rest. Before, the ring's
+// wait backed off until its timeout — forever by default (checked on the unfixed runtime: the
+// watchdog ended the test); now it returns the engine's fault.
+TEST_CASE("a faulted SDMA queue with a full ring: a submission waiting for room returns the fault (bug 3)") {
+  auto sys = rt::system::open({.machine = "mi300x"});
+  const auto& gpu = sys.default_agent();
+  auto q = gpu.make_queue(rt::sdma, {.ring_bytes = 1024, .drain_timeout = 100ms});
+  auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
+  auto src = gpu.alloc<std::uint32_t>(64, rt::memory_kind::host);
+  auto dst = gpu.alloc<std::uint32_t>(64, rt::memory_kind::host);
+  gate[0] = 0;
+  REQUIRE(q.try_wait_memory(gate.va(), 1).has_value());
+  const aq::gpu_va unmapped(0x10);  // no BO there: the engine faults on the read
+  REQUIRE(q.try_copy(dst.va(), unmapped, 256).has_value());
+  int accepted = 0;
+  while (q.try_copy(dst.va(), src.va(), 256, 0ns).has_value()) ++accepted;
+  CHECK(accepted > 0);
+  CHECK(q.try_copy(dst.va(), src.va(), 256, 0ns).get_failure() == aq::errc::queue_full);  // control: full now
+  CHECK_FALSE(q.fault().has_value());                                                   // and not faulted yet
+  std::thread opener([&] {
+    std::this_thread::sleep_for(100ms);
+    std::atomic_ref<std::uint32_t>(gate[0]).store(1, std::memory_order_release);
+  });
+  auto r = bounded(20s, "an SDMA copy into the full ring of a queue that faults meanwhile",
+                   [&] { return q.try_copy(dst.va(), src.va(), 256); });
+  opener.join();
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.get_failure() == aq::errc::device_fault);
+  const std::string text(r.detail());
+  CHECK_MESSAGE(text.find("0x10") != std::string::npos, text);  // the faulting address
+}
+
 TEST_CASE("a kernel that never ends: destroying its queue is bounded (bug 4)") {
   auto sys = rt::system::open({.machine = "mi300x"});
   const auto& gpu = sys.default_agent();

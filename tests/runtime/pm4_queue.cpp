@@ -8,8 +8,11 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <string>
+#include <thread>
 
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
@@ -136,4 +139,46 @@ TEST_CASE("PRIV wrong on gfx1100 (test-only hook): the runtime's wait reports de
   for (int i = 0; i < 64 && more; ++i) more = q.try_dispatch(*vadd, rt::grid{v.n}, rt::block{64}, v.a, v.b, v.c, v.n);
   REQUIRE_FALSE(more.has_value());
   CHECK(more.get_failure() == aq::errc::device_hang);
+}
+
+// Issue 10 item 6: a command buffer larger than half the ring, submitted while the CP is held at a
+// WAIT_REG_MEM gate, waits in the ring's own wait (sync::wait_until) until the CP made room, and
+// is submitted exactly once. Before, the runtime retried the whole buffer in 10 ms rounds after
+// its first half-ring part had already been committed, so that part ran twice (checked on the
+// unfixed runtime: the write pointer advanced by 128 dwords more than the buffer and its tail).
+// Expected: the dwords a submission adds = the buffer + the completion tail the runtime appends,
+// the tail measured on the gate submission (which waited for nothing).
+TEST_CASE("a command buffer larger than half a held PM4 ring is submitted once") {
+  auto sys = rt::system::open({.machine = "mi300x"});
+  const auto& gpu = sys.default_agent();
+  auto q = gpu.make_queue(rt::pm4, {.ring_bytes = 1024});  // 256 dwords
+  const auto* wptr = reinterpret_cast<const std::uint64_t*>(static_cast<const std::byte*>(q.resources().pointers().host) + 64);
+  auto written = [&] { return std::atomic_ref<const std::uint64_t>(*wptr).load(std::memory_order_acquire); };
+  auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
+  auto stamps = gpu.alloc<std::uint64_t>(40, rt::memory_kind::host);
+  gate[0] = 0;
+  for (int i = 0; i < 40; ++i) stamps[i] = 0;
+  rt::command_buffer hold;
+  q.encode_wait(hold, gate.va(), 1);
+  const std::uint64_t w0 = written();
+  REQUIRE(q.try_submit(hold).has_value());
+  const std::uint64_t tail = written() - w0 - hold.size();
+  rt::command_buffer big;
+  for (int i = 0; i < 40; ++i) q.encode_timestamp(big, stamps.va() + aq::byte_count(8 * i));
+  REQUIRE(big.size() > 128);  // more than half the ring: submitted in parts
+  REQUIRE(big.size() + tail + hold.size() + tail > 256);  // control: it cannot fit while the gate holds
+  std::thread opener([&] {
+    std::this_thread::sleep_for(100ms);
+    std::atomic_ref<std::uint32_t>(gate[0]).store(1, std::memory_order_release);
+  });
+  const std::uint64_t w1 = written();
+  auto r = q.try_submit(big, 10s);
+  const std::uint64_t w2 = written();
+  opener.join();
+  REQUIRE_MESSAGE(r.has_value(), std::string(r.detail()));
+  CHECK(w2 - w1 == big.size() + tail);
+  REQUIRE(q.try_finish(10s).has_value());
+  int stamped = 0;
+  for (int i = 0; i < 40; ++i) stamped += stamps[i] != 0;
+  CHECK(stamped == 40);
 }

@@ -5,8 +5,10 @@
 // one, a test for a fake): this type only reserves, writes and publishes. A submission is
 // reserve → write (body, then header|setup, per packet; entry 0's header held back) → publish
 // (entry 0's header, write index, doorbell) — see `reservation`. A full ring is detected before
-// writing (requirement 3): reservation waits for the packet processor's read index, or fails with
-// errc::queue_full and a decoded description of the stalled queue. Abandoned reservations are
+// writing (requirement 3): reservation waits for the packet processor's read index (the one wait
+// loop, sync::wait_until, backing off), or fails with errc::queue_full and a decoded description
+// of the stalled queue — or, once the processor stopped (aql_queue_memory::stopped), with that
+// failure. Abandoned reservations are
 // rolled back when nothing was reserved after them, else turned into no-op packets
 // (queue/aql_packets.hpp `nop_packet`).
 // Multi-producer protocol (docs/queues.md):
@@ -57,6 +59,8 @@ struct aql_queue_memory {
   const std::uint64_t* reuse_bound = nullptr;
   void (*refresh)(void* context) noexcept = nullptr;
   void* refresh_context = nullptr;
+  // A wait for room reports the packet processor's stop (none: never stopped).
+  sync::stop_check stopped{};
 };
 
 namespace detail {
@@ -218,7 +222,8 @@ class aql_queue {
   };
 
   // Reserve `n` consecutive slots. If the ring is full, wait up to `timeout` for the processor
-  // (spin briefly, then sleep with back-off); then errc::queue_full with the queue described.
+  // (backing off: pauses, yields, then sleeps of up to 1 ms); then errc::queue_full with the
+  // queue described, or the processor's stop (aql_queue_memory::stopped) as soon as it stopped.
   AQUEDUCT_ALWAYS_INLINE result<reservation> try_reserve(std::uint32_t n, sync::nanoseconds timeout = sync::nanoseconds::zero()) {
     AQUEDUCT_ASSERT(n >= 1 && n <= max_batch && n <= mem_.size, "reservation size out of range");
     ring_span s;
@@ -391,15 +396,12 @@ class aql_queue {
     ring_span s;
     if (refreshed_claim(n, s)) return s;
     if (timeout > sync::nanoseconds::zero()) {
-      const auto start = sync::clock::now();
-      const auto deadline = sync::deadline_after(timeout);
-      sync::backoff bo;
-      while (sync::clock::now() < deadline) {
-        bo.pause();
-        if (refreshed_claim(n, s)) return s;
-      }
-      if (refreshed_claim(n, s)) return s;
-      return full(n, sync::clock::now() - start);
+      // The one wait loop (sync::wait_until), nothing to block on: back off.
+      sync::no_events none;
+      AQUEDUCT_TRY_VOID(sync::wait_until(
+          none, 0, false, sync::wait_policy::block(), timeout, [&] { return refreshed_claim(n, s); },
+          [&] { return mem_.stopped.described(*this); }, [&](sync::nanoseconds waited) { return full(n, waited); }));
+      return s;
     }
     return full(n, sync::nanoseconds::zero());
   }

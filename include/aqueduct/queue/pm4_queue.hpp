@@ -13,8 +13,9 @@
 // (requirements 1, 3, 9). A PM4 CP reads nothing beyond the write pointer, so unlike AQL no
 // header is published separately. Unused reserved dwords are given back; an abandoned
 // reservation is rolled back (or, should that be impossible, filled with one NOP and committed).
-// A full ring is detected before writing: reserve waits for the read pointer up to a timeout,
-// then fails with errc::queue_full and the queue described.
+// A full ring is detected before writing: reserve waits for the read pointer up to a timeout
+// (sync::wait_until, backing off), then fails with errc::queue_full and the queue described — or
+// with the CP's stop (pm4_queue_memory::stopped) once it stopped.
 // Operations compose the encoder's packets (queue/pm4_encoder.hpp) the way tinygrad and ROCT do
 // (spec/packets.md §2.1–2.2): dispatch = ACQUIRE_MEM(pre-dispatch) + register setup +
 // DISPATCH_DIRECT + EVENT_WRITE(CS_PARTIAL_FLUSH) + completion RELEASE_MEM (caches written back)
@@ -50,6 +51,7 @@ struct pm4_queue_memory {
   std::uint32_t ring_dwords = 0;                  // power of two (KFD: ring_size bytes / 4)
   std::uint64_t* write_pointer = nullptr;         // CREATE_QUEUE write_pointer_address (u64, dwords)
   const std::uint64_t* read_pointer = nullptr;    // CREATE_QUEUE read_pointer_address (u64, dwords)
+  sync::stop_check stopped{};                     // a wait for room reports the CP's stop (none: never)
 };
 
 // How a command reports completion: RELEASE_MEM at end of pipe, after the caches are written
@@ -183,7 +185,8 @@ class pm4_queue {
   };
 
   // Reserve `dwords` (<= max_reservation_dwords). If the ring is full, wait up to `timeout`
-  // for the CP (spin, then sleep with back-off); then errc::queue_full with the queue described.
+  // for the CP (back-off: pauses, yields, then sleeps of up to 1 ms); then errc::queue_full with
+  // the queue described, or the CP's stop (pm4_queue_memory::stopped) once it stopped.
   result<reservation> try_reserve(std::uint32_t dwords, sync::nanoseconds timeout = sync::nanoseconds::zero()) {
     AQUEDUCT_ASSERT(dwords >= 1 && dwords <= max_reservation_dwords && dwords <= mem_.ring_dwords,
                     "PM4 reservation size out of range");
@@ -306,23 +309,30 @@ class pm4_queue {
 
  private:
   // Claims `n` dwords, waiting up to `timeout` for the CP to make room.
-  result<ring_span> claim(std::uint32_t n, sync::nanoseconds timeout) {
+  AQUEDUCT_ALWAYS_INLINE result<ring_span> claim(std::uint32_t n, sync::nanoseconds timeout) {
     ring_span s;
-    if (reserver_.try_claim(n, s)) return s;
-    const auto start = sync::clock::now();
-    const auto deadline = sync::deadline_after(timeout);
-    sync::backoff bo;
-    while (sync::clock::now() < deadline) {
-      bo.pause();
-      if (reserver_.try_claim(n, s)) return s;
-    }
-    if (reserver_.try_claim(n, s)) return s;
-    char buf[120];
-    std::snprintf(buf, sizeof buf, "no room for %u dwords after %.3f ms; ", n,
-                  std::chrono::duration<double, std::milli>(sync::clock::now() - start).count());
-    std::string d = buf;
-    describe(d);
-    return failure(errc::queue_full, std::move(d));
+    if (AQUEDUCT_LIKELY(reserver_.try_claim(n, s))) return s;
+    return claim_slow(n, timeout);
+  }
+  // The ring is full: the one wait loop (sync::wait_until) with nothing to block on (the CP
+  // raises no interrupt for room), so it backs off — pauses, yields, then sleeps of up to 1 ms —
+  // until the claim succeeds, the CP stopped (mem_.stopped: that failure, the queue described),
+  // or `timeout` passes (errc::queue_full, the queue described).
+  AQUEDUCT_NOINLINE result<ring_span> claim_slow(std::uint32_t n, sync::nanoseconds timeout) {
+    ring_span s;
+    sync::no_events none;
+    AQUEDUCT_TRY_VOID(sync::wait_until(
+        none, 0, false, sync::wait_policy::block(), timeout, [&] { return reserver_.try_claim(n, s); },
+        [&] { return mem_.stopped.described(*this); },
+        [&](sync::nanoseconds waited) {
+          char buf[120];
+          std::snprintf(buf, sizeof buf, "no room for %u dwords after %.3f ms; ", n,
+                        std::chrono::duration<double, std::milli>(waited).count());
+          std::string d = buf;
+          describe(d);
+          return failure(errc::queue_full, std::move(d));
+        }));
+    return s;
   }
   void copy_in(std::uint64_t at, std::span<const std::uint32_t> src) noexcept {
     for (std::size_t i = 0; i < src.size(); ++i) mem_.ring[(at + i) & (mem_.ring_dwords - 1)] = src[i];

@@ -10,8 +10,9 @@
 //     the ring is filled with 1-dword NOPs (zero dwords) and the packet starts at offset 0, as
 //     tinygrad does (spec/packets.md §3.4; whether the engine takes a straddling packet is
 //     UNVERIFIED, §6 item 7). A full ring is detected before writing (requirement 3): the claim
-//     waits for the engine's read pointer, publishing what is pending first so the engine can
-//     make room, or fails with errc::queue_full and the queue described.
+//     waits for the engine's read pointer (sync::wait_until, backing off), publishing what is
+//     pending first so the engine can make room, or fails with errc::queue_full and the queue
+//     described — or with the engine's stop (sdma_queue_memory::stopped) once it stopped.
 //   emit: plain stores into the reservation's span (the encoder, queue/sdma_encoder.hpp).
 //   commit: the ONE publication point — the write pointer is release-stored to its word, then the
 //     doorbell gets the same value with a release store (requirement 9). SDMA has no per-packet
@@ -48,6 +49,7 @@ struct sdma_queue_memory {
   std::uint64_t ring_bytes = 0;   // a power of two >= 1024 (KFD's minimum, spec/kfd.md §2.3)
   std::uint64_t* rptr = nullptr;  // the engine stores the bytes it consumed
   std::uint64_t* wptr = nullptr;  // we store the bytes published
+  sync::stop_check stopped{};     // a wait for room reports the engine's stop (none: never)
 };
 
 template <abi::sdma::engine Engine, doorbell Doorbell = doorbell_ref>
@@ -116,23 +118,15 @@ class sdma_queue {
   };
 
   // Claim `n` contiguous dwords. If the ring lacks room, publish what is pending, then wait up
-  // to `timeout` for the engine (spin, then back off); then errc::queue_full, described.
+  // to `timeout` for the engine (backing off); then errc::queue_full, described — or, once the
+  // engine stopped (sdma_queue_memory::stopped), that failure, described.
   result<reservation> try_reserve(std::uint32_t n, sync::nanoseconds timeout = sync::nanoseconds::zero()) {
     AQUEDUCT_ASSERT(n >= 1 && std::uint64_t{n} * 4 <= mem_.ring_bytes / 2, "SDMA reservation larger than half the ring");
     AQUEDUCT_ASSERT(!live_, "one SDMA reservation at a time: commit or abandon the previous one first");
     const std::uint64_t bytes = std::uint64_t{n} * 4;
     const std::uint64_t off = cursor_ & (mem_.ring_bytes - 1);
     const std::uint64_t pad = off + bytes > mem_.ring_bytes ? mem_.ring_bytes - off : 0;
-    if (!room(pad + bytes)) {
-      flush();
-      const auto start = sync::clock::now();
-      const auto deadline = sync::deadline_after(timeout);
-      sync::backoff bo;
-      while (!room(pad + bytes)) {
-        if (timeout == sync::nanoseconds::zero() || sync::clock::now() >= deadline) return full(n, sync::clock::now() - start);
-        bo.pause();
-      }
-    }
+    if (!room(pad + bytes)) AQUEDUCT_TRY_VOID(wait_for_room(n, pad + bytes, timeout));
     const std::uint64_t start = cursor_;
     if (pad) std::memset(mem_.ring + off / 4, 0, pad);  // 1-dword NOPs to the ring end
     cursor_ += pad + bytes;
@@ -293,6 +287,18 @@ class sdma_queue {
     if (cursor_ + bytes - cached_rptr_ <= mem_.ring_bytes) return true;
     cached_rptr_ = read_offset();
     return cursor_ + bytes - cached_rptr_ <= mem_.ring_bytes;
+  }
+
+  // The ring lacks `bytes`: publish what is pending (the engine can only make room by consuming
+  // it), then the one wait loop (sync::wait_until) with nothing to block on (the engine raises no
+  // interrupt for room): back off until there is room, the engine stopped, or `timeout` passed.
+  AQUEDUCT_NOINLINE result<void> wait_for_room(std::uint32_t n, std::uint64_t bytes, sync::nanoseconds timeout) {
+    flush();
+    if (timeout == sync::nanoseconds::zero() && !room(bytes)) return full(n, sync::nanoseconds::zero());
+    sync::no_events none;
+    return sync::wait_until(
+        none, 0, false, sync::wait_policy::block(), timeout, [&] { return room(bytes); },
+        [&] { return mem_.stopped.described(*this); }, [&](sync::nanoseconds waited) { return full(n, waited); });
   }
 
   template <class F>

@@ -226,6 +226,7 @@ class agent {
                               m.reuse_bound = st->slots.free_word();
                               m.refresh = &detail::queue_state::refresh_slots;
                               m.refresh_context = st.get();
+                              m.stopped = sync::stop_check(*st);  // a ring wait for room reports a stop
                               st->aql.emplace(m, queue_doorbell{}, true);
                             }));
   const std::uint32_t slots = st->res.ring_size() / static_cast<std::uint32_t>(abi::aql_packet_size);

@@ -35,6 +35,7 @@
 #include <aqueduct/runtime/commands.hpp>
 #include <aqueduct/runtime/detail/progress_wait.hpp>
 #include <aqueduct/runtime/detail/queue_scratch.hpp>
+#include <aqueduct/runtime/detail/queue_waits.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/runtime/kernel.hpp>
 #include <aqueduct/runtime/queue.hpp>
@@ -174,10 +175,15 @@ struct pm4_queue_state {
   kfd::event<file_type> event;
   std::uint64_t* progress = nullptr;  // in the pointer page: sequence number of the last completed command
   std::atomic<std::uint64_t> submitted{0};  // last submitted command's sequence number (submitter writes, waiters read)
-  std::mutex mu;  // the ring: the submitting thread and waiters about to block (pm4_queue::arm_wake)
+  std::mutex mu;  // the ring: the submitting thread and waiters about to block (detail::arm_wake)
   std::unique_ptr<pm4_ring> q;
   aqueduct::queue_port* port = nullptr;  // the device's port for this queue (null on /dev/kfd)
   queue_scratch scratch;                 // private segment memory, grown on demand
+
+  // Why the device stopped the queue (in-process device only), or none.
+  [[nodiscard]] std::optional<failure> stopped() const {
+    return port && port->faulted() ? port->fault() : std::nullopt;
+  }
 };
 
 // A waiter about to block: one RELEASE_MEM interrupt to the queue's event after everything
@@ -193,7 +199,7 @@ struct pm4_queue_state {
 }
 }  // namespace detail
 
-class pm4_queue {
+class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
  public:
   static constexpr std::size_t progress_offset = 512;  // in the pointer page (rptr @0, wptr @64)
   static constexpr std::uint32_t packet_bytes = 64;     // the dispatch packet after each slot's kernargs
@@ -238,19 +244,10 @@ class pm4_queue {
     return try_dispatch(k, g, b, args...).value();
   }
 
-  // Until the ticket's command has completed (its RELEASE_MEM landed). A ticket of another PM4
-  // queue is errc::invalid_argument, naming both queues.
-  [[nodiscard]] result<void> try_wait(pm4_ticket t, sync::nanoseconds timeout = sync::infinite) const {
-    if (!s_) return empty_queue();
-    if (!t.issued_by(s_.get())) return failure(errc::invalid_argument, t.mismatch(queue_id()));
-    return wait_progress(t.value(), timeout);
-  }
-  void wait(pm4_ticket t, sync::nanoseconds timeout = sync::infinite) const { try_wait(t, timeout).value(); }
-  [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const {
-    if (!s_) return empty_queue();
-    return wait_progress(s_->submitted.load(std::memory_order_acquire), timeout);
-  }
-  void finish(sync::nanoseconds timeout = sync::infinite) const { try_finish(timeout).value(); }
+  // ---- waits (detail/queue_waits.hpp) ------------------------------------------------------------
+  // try_wait(ticket) / wait until its command completed (its RELEASE_MEM landed; a ticket of
+  // another PM4 queue is errc::invalid_argument, naming both queues), try_finish / finish,
+  // completed(ticket), completed() / submitted() (sequence numbers).
 
   // ---- prebuilt commands (graph replay) -----------------------------------------------------------
   // The packets of a dispatch of `k` (ACQUIRE_MEM + registers + DISPATCH_DIRECT +
@@ -284,14 +281,12 @@ class pm4_queue {
     c.b64 = true;
     c.event_mailbox = s_->event.mailbox_va();
     c.event_id = s_->event.id();
-    const auto deadline = sync::deadline_after(timeout);
-    for (;;) {
-      auto r = s_->q->try_submit(cmds.dwords(), c, std::chrono::milliseconds(10), start_dword);
-      if (r) break;
-      if (r.get_failure() != errc::queue_full) return std::move(r).get_failure();
-      if (auto f = processor_failure()) return *f;
-      if (sync::clock::now() >= deadline) return std::move(r).get_failure();
-    }
+    // Serialised with a blocking waiter's wake-up packet (detail::arm_wake). A full ring backs off
+    // in the ring's own wait (sync::wait_until), which reports a stopped MEC (the ring's
+    // stop_check) or queue_full after `timeout`.
+    std::lock_guard lock(s_->mu);
+    auto r = s_->q->try_submit(cmds.dwords(), c, timeout, start_dword);
+    if (!r) return std::move(r).get_failure();
     s_->submitted.store(seq, std::memory_order_release);
     return pm4_ticket(detail::ticket_key{}, s_.get(), queue_id(), seq);
   }
@@ -299,8 +294,6 @@ class pm4_queue {
   [[nodiscard]] std::uint64_t read_pointer() const noexcept { return s_->q->read_pointer(); }
 
   // ---- state --------------------------------------------------------------------------------------
-  [[nodiscard]] std::uint64_t completed() const noexcept { return sync::atomic_load(*s_->progress, std::memory_order_acquire); }
-  [[nodiscard]] std::uint64_t submitted() const noexcept { return s_->submitted.load(std::memory_order_acquire); }
   [[nodiscard]] std::uint32_t event_id() const noexcept { return s_->event.id(); }
   [[nodiscard]] detail::agent_state& agent_state() const noexcept { return *s_->agent; }
   [[nodiscard]] std::uint32_t queue_id() const noexcept { return s_->res.queue_id(); }
@@ -337,6 +330,8 @@ class pm4_queue {
   }
 
  private:
+  friend class detail::queue_waits<pm4_queue, pm4_t>;
+  void describe_queue(std::string& out) const { describe_ring(out); }
   static failure empty_queue() {
     return failure(errc::invalid_argument, "this PM4 queue is empty (default-constructed or moved-from): make one with make_queue(aq::pm4)");
   }
@@ -359,7 +354,11 @@ class pm4_queue {
                                              "freed; keep the executable alive while its kernels are dispatched");
     const std::uint64_t seq = s_->submitted.load(std::memory_order_relaxed) + 1;
     // The slot's previous command must have completed before its kernargs are overwritten.
-    if (seq > s_->opt.slots) AQUEDUCT_TRY_VOID(wait_progress(seq - s_->opt.slots, sync::infinite));
+    if (seq > s_->opt.slots) {
+      const std::uint64_t reused = seq - s_->opt.slots;
+      if (completed() < reused)
+        AQUEDUCT_TRY_VOID(wait_progress([&] { return completed() >= reused; }, false, reused, sync::infinite));
+    }
     const std::uint64_t slot = seq & (s_->opt.slots - 1);
     auto* base = static_cast<std::byte*>(s_->slots.host()) + slot * slot_bytes();
     const std::uint64_t va = s_->slots.va().value + slot * slot_bytes();
@@ -378,16 +377,11 @@ class pm4_queue {
     c.address = gpu_va(s_->res.pointers().va.value + progress_offset);
     c.value = seq;
     c.b64 = true;
-    // A full ring waits for the CP in short rounds, so that a stopped emulated MEC is reported
-    // instead of waited on forever.
+    // A full ring backs off in the ring's own wait (sync::wait_until) until the CP made room,
+    // and reports a stopped MEC (the ring's stop_check) instead of waiting on it forever.
     std::lock_guard lock(s_->mu);
-    result<std::uint64_t> r = failure(errc::queue_full);
-    for (;;) {
-      r = s_->q->try_dispatch(p, c, std::chrono::milliseconds(10));
-      if (r || r.get_failure() != errc::queue_full) break;
-      if (auto f = processor_failure()) return *f;
-    }
-    if (!r) return r.get_failure();
+    auto r = s_->q->try_dispatch(p, c, sync::infinite);
+    if (!r) return std::move(r).get_failure();
     s_->submitted.store(seq, std::memory_order_release);
     return pm4_ticket(detail::ticket_key{}, s_.get(), queue_id(), seq);
   }
@@ -430,30 +424,6 @@ class pm4_queue {
     return p;
   }
 
-  // The emulated MEC's stop (device_hang / queue_error / device_fault), with the queue described.
-  [[nodiscard]] std::optional<failure> processor_failure() const {
-    auto e = fault();
-    if (!e) return std::nullopt;
-    std::string d = std::string(e->detail()) + "; ";
-    describe_ring(d);
-    return failure(e->code(), std::move(d));
-  }
-
-  [[nodiscard]] bool arm_wake() const { return detail::arm_wake(*s_); }
-
-  [[nodiscard]] result<void> wait_progress(std::uint64_t seq, sync::nanoseconds timeout) const {
-    return detail::wait_for_progress(
-        detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout,
-        [&] { return completed() >= seq; }, [&] { return processor_failure(); },
-        [&](sync::nanoseconds waited) {
-          std::string d = "waited " + std::to_string(std::chrono::duration<double, std::milli>(waited).count()) +
-                          " ms for command " + std::to_string(seq) + " on ";
-          describe(d);
-          return failure(errc::timeout, std::move(d));
-        },
-        [&] { return arm_wake(); });
-  }
-
   std::unique_ptr<detail::pm4_queue_state> s_;
 };
 
@@ -486,7 +456,8 @@ class pm4_queue {
   sync::atomic_store(*st->progress, 0, std::memory_order_release);
   const aqueduct::ring::pm4_queue_memory mem{st->res.ring().as<std::uint32_t>(), st->res.ring_size() / 4,
                                               reinterpret_cast<std::uint64_t*>(page + ko.wptr_offset),
-                                              reinterpret_cast<const std::uint64_t*>(page + ko.rptr_offset)};
+                                              reinterpret_cast<const std::uint64_t*>(page + ko.rptr_offset),
+                                              sync::stop_check(*st)};
   const pm4_doorbell db{static_cast<std::uint64_t*>(st->res.doorbell()), nullptr};
   // The one run-time branch on the architecture for this queue's lifetime (DESIGN.md §3).
   AQUEDUCT_TRY(st->target_name,

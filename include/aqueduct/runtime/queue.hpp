@@ -45,8 +45,8 @@
 #include <aqueduct/queue/aql_packets.hpp>
 #include <aqueduct/queue/aql_queue.hpp>
 #include <aqueduct/runtime/detail/aql_slots.hpp>
-#include <aqueduct/runtime/detail/progress_wait.hpp>
 #include <aqueduct/runtime/detail/queue_scratch.hpp>
+#include <aqueduct/runtime/detail/queue_waits.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/runtime/kernel.hpp>
 #include <aqueduct/runtime/kernel_args.hpp>
@@ -127,6 +127,10 @@ struct queue_state {
     auto& st = *static_cast<queue_state*>(self);
     st.slots.refresh(sync::atomic_load(st.desc->read_dispatch_id, std::memory_order_acquire));
   }
+  // Why the device stopped the queue (in-process device only), or none.
+  [[nodiscard]] std::optional<failure> stopped() const {
+    return port && port->faulted() ? port->fault() : std::nullopt;
+  }
 };
 
 // A waiter about to block: one barrier-AND (barrier bit: it completes after every earlier
@@ -147,7 +151,7 @@ struct queue_state {
 
 }  // namespace detail
 
-class queue {
+class queue : public detail::queue_waits<queue, aql_t> {
  public:
   using aql_type = aqueduct::ring::aql_queue_mp<queue_doorbell>;
   // Where the wake signal lives in the pointer page (after the 256-byte amd_queue).
@@ -234,35 +238,15 @@ class queue {
     return ticket_for(index);
   }
 
-  // ---- waits --------------------------------------------------------------------------------------
-  // Until the ticket's packet has completed (its completion signal was decremented: its results
-  // are visible to the host). A ticket of another queue, or of a packet not reserved yet, is
-  // errc::invalid_argument (naming both queues, or the write index); errc::timeout with the queue
-  // decoded; on the emulator errc::queue_error / device_fault when the processor stopped.
-  [[nodiscard]] result<void> try_wait(aql_ticket t, sync::nanoseconds timeout = sync::infinite) const {
-    if (AQUEDUCT_UNLIKELY(!s_)) return empty_queue();
-    if (AQUEDUCT_UNLIKELY(!t.issued_by(s_.get()))) return failure(errc::invalid_argument, t.mismatch(queue_id()));
-    // A ticket for a packet not reserved yet (made with ticket_for) would never complete, and its
-    // slot's complete value 2t + 1 wraps for t = 2^64 - 1 (issue 13 bug 12).
-    if (AQUEDUCT_UNLIKELY(t.value() >= s_->aql->write_index())) return not_reserved(t.value());
-    if (AQUEDUCT_LIKELY(s_->slots.of(t.value()) == detail::aql_slot_signals::state::complete)) return ok();
-    std::optional<std::uint64_t> marker;
-    return wait_on([&] { return packet_complete(t.value(), marker); }, t.value(), false, timeout);
-  }
-  void wait(aql_ticket t, sync::nanoseconds timeout = sync::infinite) const { try_wait(t, timeout).value(); }
-  // Whether the ticket's packet has completed, without waiting (false also for a packet whose
-  // completion this queue cannot see — a raw packet through aql() — until a later wait proves it).
-  [[nodiscard]] bool completed(aql_ticket t) const noexcept {
-    return s_ && t.issued_by(s_.get()) && s_->slots.complete(t.value());
-  }
-  // Until every packet reserved so far has completed.
-  [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const {
-    if (AQUEDUCT_UNLIKELY(!s_)) return empty_queue();
-    const std::uint64_t end = s_->aql->write_index();
-    std::optional<std::uint64_t> marker;
-    return wait_on([&] { return all_complete(end, marker); }, end, true, timeout);
-  }
-  void finish(sync::nanoseconds timeout = sync::infinite) const { try_finish(timeout).value(); }
+  // ---- waits (detail/queue_waits.hpp) ------------------------------------------------------------
+  // try_wait(ticket) / wait until the ticket's packet has completed (its completion signal was
+  // decremented: its results are visible to the host); a ticket of another queue, or of a packet
+  // not reserved yet, is errc::invalid_argument (naming both queues, or the write index);
+  // errc::timeout with the queue decoded; errc::queue_error / device_fault when the device
+  // stopped the queue. completed(ticket) without waiting (false also for a packet whose
+  // completion this queue cannot see — a raw packet through aql() — until a later wait proves
+  // it). try_finish / finish: every packet reserved so far. completed() / submitted(): every
+  // packet below completed() has completed; submitted() is the write index.
   // The ticket of packet `index` of this queue (e.g. of a packet written through aql()).
   [[nodiscard]] aql_ticket ticket_for(std::uint64_t index) const noexcept {
     return aql_ticket(detail::ticket_key{}, s_.get(), queue_id(), index);
@@ -294,11 +278,10 @@ class queue {
   [[nodiscard]] detail::agent_state& agent_state() const noexcept { return *s_->agent; }
   [[nodiscard]] const kfd::queue_resources<detail::file_type>& resources() const noexcept { return s_->res; }
 
-  // "AQL queue 3 on gfx942 (gfx94x): read_dispatch_id .. write_dispatch_id ..; packet ..."
+  // "queue 3 (gfx942): read_dispatch_id .. write_dispatch_id ..; packet ...; every packet below
+  // .. completed; device: <fault>"
   void describe(std::string& out) const {
-    out += "queue " + std::to_string(queue_id()) + " (" + s_->target_name + "): ";
-    s_->aql->describe(out);
-    out += "; every packet below " + std::to_string(s_->slots.done()) + " completed";
+    describe_queue(out);
     if (auto f = fault()) out += "; device: " + std::string(f->detail());
   }
 
@@ -315,6 +298,31 @@ class queue {
   }
 
  private:
+  friend class detail::queue_waits<queue, aql_t>;
+  void describe_queue(std::string& out) const {
+    out += "queue " + std::to_string(queue_id()) + " (" + s_->target_name + "): ";
+    s_->aql->describe(out);
+    out += "; every packet below " + std::to_string(s_->slots.done()) + " completed";
+  }
+  // What the waits read (detail/queue_waits.hpp).
+  // Packet t: a ticket for a packet not reserved yet (made with ticket_for) would never
+  // complete, and its slot's complete value 2t + 1 wraps for t = 2^64 - 1 (issue 13 bug 12), so
+  // that is refused BEFORE the fast path.
+  [[nodiscard]] result<void> wait_ticket(std::uint64_t t, sync::nanoseconds timeout) const {
+    if (AQUEDUCT_UNLIKELY(t >= s_->aql->write_index())) return not_reserved(t);
+    if (AQUEDUCT_LIKELY(s_->slots.of(t) == detail::aql_slot_signals::state::complete)) return ok();
+    std::optional<std::uint64_t> marker;
+    return wait_progress([&] { return packet_complete(t, marker); }, false, t, timeout);
+  }
+  [[nodiscard]] result<void> wait_all(sync::nanoseconds timeout) const {
+    const std::uint64_t end = s_->aql->write_index();
+    std::optional<std::uint64_t> marker;
+    return wait_progress([&] { return all_complete(end, marker); }, true, end, timeout);
+  }
+  [[nodiscard]] bool ticket_complete(std::uint64_t t) const noexcept { return s_->slots.complete(t); }
+  [[nodiscard]] std::uint64_t progress() const noexcept { return s_->slots.refresh(s_->aql->read_index()); }
+  [[nodiscard]] std::uint64_t issued() const noexcept { return s_->aql->write_index(); }
+
   [[nodiscard]] std::byte* kernarg_slot(std::uint64_t index) const noexcept {
     return static_cast<std::byte*>(s_->kernargs.host()) + (index & (s_->aql->size() - 1)) * s_->opt.kernarg_bytes;
   }
@@ -398,23 +406,18 @@ class queue {
   }
 
   using reservation_type = typename aql_type::reservation;
-  // The ring was full: wait for room (bounded by `timeout`) and retry, in rounds, so that a queue
-  // the device stopped is reported (its fault) instead of waited on forever (issue 13 bug 3).
+  // The ring was full: wait for room (the one wait loop: spin at most wait_policy::spin_for,
+  // then back off), bounded by `timeout`, and retry; a queue the device stopped is reported (its
+  // fault, the queue described) instead of waited on forever (issue 13 bug 3).
   AQUEDUCT_NOINLINE result<reservation_type> reserve_slow(std::uint32_t n, sync::nanoseconds timeout) const {
     const auto deadline = sync::deadline_after(timeout);
     for (;;) {
-      if (s_->port && s_->port->faulted())
-        if (auto f = s_->port->fault()) {
-          std::string d(f->detail());
-          d += "; queue " + std::to_string(queue_id()) + " (" + s_->target_name + "): ";
-          s_->aql->describe(d);
-          return failure(f->code(), std::move(d));
-        }
       const auto now = sync::clock::now();
-      if (now >= deadline) return s_->aql->try_reserve(n);  // queue_full with the queue decoded
-      (void)wait_for_room(n, deadline - now);  // room, a fault (checked above next round), or the deadline
-      auto r = s_->aql->try_reserve(n);
-      if (r || r.get_failure() != errc::queue_full) return r;
+      const auto left = deadline > now ? deadline - now : sync::nanoseconds::zero();
+      auto room = wait_room([&] { return has_room(n); }, left, [](sync::nanoseconds) { return failure(errc::queue_full); });
+      if (!room && room.get_failure() != errc::queue_full) return std::move(room).get_failure();  // stopped
+      auto r = s_->aql->try_reserve(n);  // queue_full (with the queue decoded) after the deadline
+      if (r || r.get_failure() != errc::queue_full || !room) return r;
     }
   }
 
@@ -423,16 +426,6 @@ class queue {
     detail::queue_state::refresh_slots(s_.get());
     return s_->aql->write_index() + n - s_->slots.free() <= s_->aql->size();
   }
-  // A full ring: wait through the one progress wait (spin, then poll with back-off: the packets
-  // ask for no interrupt) until `n` slots free, the device reports the queue stopped, or
-  // `timeout` passes; the reservation that follows reports queue_full itself.
-  [[nodiscard]] result<void> wait_for_room(std::uint32_t n, sync::nanoseconds timeout) const {
-    return detail::wait_for_progress(
-        detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout, [&] { return has_room(n); },
-        [&]() -> std::optional<failure> { return fault(); }, [&](sync::nanoseconds) { return failure(errc::queue_full); },
-        [] { return false; });
-  }
-  [[nodiscard]] bool arm_wake() const { return detail::arm_wake(*s_); }
   // A barrier-bit barrier-AND that carries its own slot's signal: once it completed, every
   // packet before it did. none: no free slot now.
   [[nodiscard]] std::optional<std::uint64_t> try_publish_marker() const {
@@ -474,21 +467,6 @@ class queue {
     return false;
   }
 
-  template <class Done>
-  [[nodiscard]] result<void> wait_on(Done&& done, std::uint64_t what, bool all, sync::nanoseconds timeout) const {
-    return detail::wait_for_progress(
-        detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout, done,
-        [&]() -> std::optional<failure> { return fault(); },
-        [&](sync::nanoseconds waited) { return timed_out(what, all, waited); }, [&] { return arm_wake(); });
-  }
-
-  AQUEDUCT_NOINLINE failure timed_out(std::uint64_t what, bool all, sync::nanoseconds waited) const {
-    std::string d = "waited " + std::to_string(std::chrono::duration<double, std::milli>(waited).count()) + " ms for " +
-                    (all ? "every packet below " + std::to_string(what) : "packet " + std::to_string(what)) +
-                    " to complete on ";
-    describe(d);
-    return failure(errc::timeout, std::move(d));
-  }
   // A default-constructed or moved-from queue: a clear error, never a null dereference.
   AQUEDUCT_NOINLINE static failure empty_queue() {
     return failure(errc::invalid_argument, "this queue is empty (default-constructed or moved-from): make one with agent::make_queue");

@@ -33,7 +33,7 @@
 #include <aqueduct/queue/sdma_queue.hpp>
 #include <aqueduct/runtime/agent.hpp>
 #include <aqueduct/runtime/commands.hpp>
-#include <aqueduct/runtime/detail/progress_wait.hpp>
+#include <aqueduct/runtime/detail/queue_waits.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/runtime/queue_kind.hpp>
 #include <aqueduct/sync/atomics.hpp>
@@ -184,6 +184,11 @@ struct sdma_queue_state {
   std::unique_ptr<sdma_ring> q;
   aqueduct::queue_port* port = nullptr;  // the device's port for this queue (null on /dev/kfd)
   std::mutex mu;
+
+  // Why the device stopped the queue (in-process device only), or none.
+  [[nodiscard]] std::optional<failure> stopped() const {
+    return port && port->faulted() ? port->fault() : std::nullopt;
+  }
 };
 
 // A waiter about to block: FENCE(mailbox) + TRAP after everything submitted so far. false: the
@@ -201,7 +206,7 @@ struct sdma_queue_state {
 
 [[nodiscard]] constexpr const char* to_string(abi::sdma::engine e) noexcept { return abi::sdma::engine_name(e); }
 
-class sdma_queue {
+class sdma_queue : public detail::queue_waits<sdma_queue, sdma_t> {
  public:
   static constexpr std::size_t rptr_offset = 0, wptr_offset = 64, progress_offset = 512;
 
@@ -294,21 +299,11 @@ class sdma_queue {
   [[nodiscard]] std::uint32_t event_id() const noexcept { return s_->event.id(); }
   [[nodiscard]] detail::agent_state& agent_state() const noexcept { return *s_->agent; }
 
-  // ---- waits --------------------------------------------------------------------------------------
-  [[nodiscard]] std::uint64_t completed() const noexcept { return sync::atomic_load(*s_->progress, std::memory_order_acquire); }
-  // Until work `seq` completed; errc::device_fault / queue_error when the engine stopped, timeout.
-  // A ticket of another SDMA queue is errc::invalid_argument, naming both queues.
-  [[nodiscard]] result<void> try_wait(sdma_ticket t, sync::nanoseconds timeout = sync::infinite) const {
-    if (!s_) return empty_queue();
-    if (!t.issued_by(s_.get())) return failure(errc::invalid_argument, t.mismatch(queue_id()));
-    return wait_progress(t.value(), timeout);
-  }
-  void wait(sdma_ticket t, sync::nanoseconds timeout = sync::infinite) const { try_wait(t, timeout).value(); }
-  [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const {
-    if (!s_) return empty_queue();
-    return wait_progress(s_->submitted.load(std::memory_order_acquire), timeout);
-  }
-  void finish(sync::nanoseconds timeout = sync::infinite) const { try_finish(timeout).value(); }
+  // ---- waits (detail/queue_waits.hpp) ------------------------------------------------------------
+  // try_wait(ticket) / wait until its work completed (errc::device_fault / queue_error when the
+  // engine stopped, timeout; a ticket of another SDMA queue is errc::invalid_argument, naming
+  // both queues), try_finish / finish, completed(ticket), completed() / submitted() (sequence
+  // numbers).
 
   // ---- state --------------------------------------------------------------------------------------
   [[nodiscard]] abi::sdma::engine engine() const noexcept { return s_->engine; }
@@ -321,9 +316,7 @@ class sdma_queue {
     return s_->port && s_->port->faulted() ? s_->port->fault() : std::nullopt;
   }
   void describe(std::string& out) const {
-    out += "SDMA queue " + std::to_string(queue_id()) + " on gpu_id " + std::to_string(gpu_id()) + ": ";
-    if (s_->q) s_->q->describe(out);
-    out += "; completed " + std::to_string(completed()) + " of " + std::to_string(s_->submitted.load(std::memory_order_acquire));
+    describe_queue(out);
     if (auto f = fault()) out += "; engine: " + std::string(f->detail());
   }
 
@@ -339,7 +332,12 @@ class sdma_queue {
   }
 
  private:
-  [[nodiscard]] result<void> wait_progress(std::uint64_t seq, sync::nanoseconds timeout) const;
+  friend class detail::queue_waits<sdma_queue, sdma_t>;
+  void describe_queue(std::string& out) const {
+    out += "SDMA queue " + std::to_string(queue_id()) + " on gpu_id " + std::to_string(gpu_id()) + ": ";
+    if (s_->q) s_->q->describe(out);
+    out += "; completed " + std::to_string(completed()) + " of " + std::to_string(submitted());
+  }
 
   static failure empty_queue() {
     return failure(errc::invalid_argument, "this SDMA queue is empty (default-constructed or moved-from): make one with make_queue(aq::sdma)");
@@ -356,33 +354,8 @@ class sdma_queue {
     s_->submitted.store(seq, std::memory_order_release);
     return sdma_ticket(detail::ticket_key{}, s_.get(), queue_id(), seq);
   }
-  [[nodiscard]] bool arm_wake() const { return detail::arm_wake(*s_); }
-
   std::unique_ptr<detail::sdma_queue_state> s_;
 };
-
-inline result<void> sdma_queue::wait_progress(std::uint64_t seq, sync::nanoseconds timeout) const {
-  if (!s_) return empty_queue();
-  return detail::wait_for_progress(
-      detail::kfd_waiter{s_->agent->sys->ref()}, s_->event.id(), s_->opt.wait, timeout,
-      [&] { return completed() >= seq; },
-      [&]() -> std::optional<failure> {
-        if (auto f = fault()) {
-          std::string d(f->detail());
-          d += "; ";
-          describe(d);
-          return failure(f->code(), std::move(d));
-        }
-        return std::nullopt;
-      },
-      [&](sync::nanoseconds waited) {
-        std::string d = "waited " + std::to_string(std::chrono::duration<double, std::milli>(waited).count()) +
-                        " ms for SDMA work " + std::to_string(seq) + " on ";
-        describe(d);
-        return failure(errc::timeout, std::move(d));
-      },
-      [&] { return arm_wake(); });
-}
 
 // Creates an SDMA queue on `gpu` (see the header comment).
 // (agent::make_queue(aq::sdma, o) calls this.)
@@ -427,7 +400,8 @@ inline result<void> sdma_queue::wait_progress(std::uint64_t seq, sync::nanosecon
   sync::atomic_store(*st->progress, 0, std::memory_order_release);
   const aqueduct::ring::sdma_queue_memory mem{st->res.ring().as<std::uint32_t>(), st->res.ring_size(),
                                                reinterpret_cast<std::uint64_t*>(page + sdma_queue::rptr_offset),
-                                               reinterpret_cast<std::uint64_t*>(page + sdma_queue::wptr_offset)};
+                                               reinterpret_cast<std::uint64_t*>(page + sdma_queue::wptr_offset),
+                                               sync::stop_check(*st)};
   const sdma_doorbell db{static_cast<std::uint64_t*>(st->res.doorbell()), nullptr};
   switch (st->engine) {
     case abi::sdma::engine::v4_0: st->q = std::make_unique<detail::sdma_ring_of<abi::sdma::engine::v4_0>>(mem, db); break;

@@ -74,33 +74,17 @@ class signal_ref {
                                 wait_policy policy = {}, diagnostics diag = {}) const {
     std::int64_t v = load(std::memory_order_acquire);
     if (abi::condition_holds(cond, v, operand)) return v;
-    const auto start = clock::now();
-    const auto deadline = deadline_after(timeout);
-    // Phase 1: spin.
-    if (policy.kind != wait_kind::block) {
-      const auto spin_until = policy.kind == wait_kind::spin ? deadline : std::min(deadline, deadline_after(policy.spin_for));
-      for (unsigned i = 0;; ++i) {
-        v = load(std::memory_order_acquire);
-        if (abi::condition_holds(cond, v, operand)) return v;
-        if ((i & 63) == 63 && clock::now() >= spin_until) break;
-        AQUEDUCT_CPU_RELAX();
-      }
-    }
-    // Phase 2: block on the event (or back off when there is none).
-    bool can_block = has_event();
-    backoff bo;
-    for (;;) {
-      v = load(std::memory_order_acquire);
-      if (abi::condition_holds(cond, v, operand)) return v;
-      const auto now = clock::now();
-      if (now >= deadline) return timeout_failure(cond, operand, v, now - start, policy, diag);
-      if (can_block) {
-        const auto slice = std::min<nanoseconds>(deadline - now, policy.max_block);
-        if (waiter.wait(event_id(), slice) == event_status::failed) can_block = false;
-      } else {
-        bo.pause();
-      }
-    }
+    // The one wait loop (sync/wait.hpp); the mailbox's event fires on every decrement, so there
+    // is nothing to arm, and nothing but the deadline stops the wait.
+    auto r = wait_until(
+        waiter, event_id(), has_event(), policy, timeout,
+        [&] {
+          v = load(std::memory_order_acquire);
+          return abi::condition_holds(cond, v, operand);
+        },
+        never_stopped{}, [&](nanoseconds waited) { return timeout_failure(cond, operand, v, waited, policy, diag); });
+    if (AQUEDUCT_UNLIKELY(!r)) return std::move(r).get_failure();
+    return v;
   }
   result<std::int64_t> try_wait(abi::signal_condition cond, std::int64_t operand, nanoseconds timeout,
                                 wait_policy policy = {}, diagnostics diag = {}) const {

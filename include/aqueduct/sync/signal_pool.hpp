@@ -94,9 +94,12 @@ class signal_pool {
   result<pooled_signal> try_acquire(std::int64_t initial_value, nanoseconds timeout = nanoseconds::zero()) {
     if (free_count_ == 0 && reclaim() == 0) {
       if (timeout > nanoseconds::zero()) {
-        const auto deadline = deadline_after(timeout);
-        backoff bo;
-        while (reclaim() == 0 && clock::now() < deadline) bo.pause();
+        // The one wait loop, nothing to block on (a retiring signal raises no event of its own
+        // here): back off until one retired or the deadline.
+        no_events none;
+        (void)wait_until(
+            none, 0, false, wait_policy::block(), timeout, [&] { return reclaim() != 0; }, never_stopped{},
+            [](nanoseconds) { return failure(errc::out_of_resources); });
       }
       if (free_count_ == 0) return exhausted();
     }
