@@ -19,8 +19,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace aq = aqueduct;
@@ -85,6 +87,61 @@ TEST_CASE_TEMPLATE("AQL: a barrier-AND held by a signal completes only once the 
   const auto refused = other.try_wait(*held, 1s);
   REQUIRE_FALSE(refused.has_value());
   CHECK(refused.get_failure() == aq::errc::invalid_argument);
+}
+
+// Issue 10 item 6: a barrier-AND takes runtime::signals, and an empty one (moved-from) is
+// refused instead of becoming a null handle in the packet, which the packet processor reads as
+// "no dependency" (hsa.h, hsa_barrier_and_packet_t: "Signals with a handle value of 0 are ...
+// interpreted by the packet processor as satisfied dependencies"), so the barrier would complete
+// at once and nothing would be held. The control: the live signal the empty one was
+// moved into does hold the queue until the host releases it.
+TEST_CASE_TEMPLATE("AQL: a barrier-AND on a moved-from signal is invalid_argument, not \"no dependency\"", M, AQ_TEST_DEVICE_MODELS) {
+  auto sys = aq_test::open_model<M>();
+  if (!sys) return;
+  const rt::agent& gpu = sys->default_agent();
+  auto q = gpu.make_queue(aq::aql, {.slots = 64});
+  auto gate = gpu.make_signal(1);
+  auto live = std::move(gate);  // `gate` is empty now
+  const auto refused = q.try_barrier_and({gate});
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.get_failure() == aq::errc::invalid_argument);
+  const std::string why(refused.detail());
+  CHECK_MESSAGE(why.find("dependency 0") != std::string::npos, why);
+  CHECK_MESSAGE(why.find("moved-from") != std::string::npos, why);
+  // The empty one among live ones is named by its position; nothing was published.
+  auto other = gpu.make_signal(0);
+  const auto second = q.try_barrier_and({other, gate});
+  REQUIRE_FALSE(second.has_value());
+  CHECK(std::string(second.detail()).find("dependency 1") != std::string::npos);
+  CHECK(q.write_index() == 0);
+  // Control: the live signal holds the queue until the host releases it.
+  const auto held = q.try_barrier_and({live, other});
+  REQUIRE(held.has_value());
+  CHECK(q.try_wait(*held, 50ms).get_failure() == aq::errc::timeout);
+  live.store(0);
+  CHECK(q.try_wait(*held, 10s).has_value());
+}
+
+// The raw spelling (sync::signal_ref, e.g. an amd_signal of the caller's own memory): a null
+// reference is refused too. Before the fix it was published as "no dependency": the barrier
+// completed although nothing had been released (checked on the unfixed runtime).
+TEST_CASE_TEMPLATE("AQL: a barrier-AND on a null signal reference is invalid_argument", M, AQ_TEST_DEVICE_MODELS) {
+  auto sys = aq_test::open_model<M>();
+  if (!sys) return;
+  const rt::agent& gpu = sys->default_agent();
+  auto q = gpu.make_queue(aq::aql, {.slots = 64});
+  auto gate = gpu.make_signal(1);
+  const aq::sync::signal_ref deps[] = {gate.ref(), aq::sync::signal_ref{}};
+  const auto refused = q.try_barrier_and(std::span<const aq::sync::signal_ref>(deps));
+  if (refused.has_value()) {  // the unfixed runtime: the null handle was "no dependency"
+    (void)q.try_wait(*refused, 50ms);
+    gate.store(0);
+    q.finish(10s);
+  }
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.get_failure() == aq::errc::invalid_argument);
+  CHECK(std::string(refused.detail()).find("dependency 1") != std::string::npos);
+  CHECK(q.write_index() == 0);
 }
 
 TEST_CASE_TEMPLATE("PM4: a queue of the agent's target; PRIV only on the GFX11 parts that need it", M, AQ_TEST_DEVICE_MODELS) {

@@ -61,6 +61,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
@@ -215,17 +217,37 @@ class queue : public detail::queue_waits<queue, aql_t> {
     return submit(o, k, g, b, [&](std::byte* slot) { detail::put_kernargs(slot, args...); });
   }
 
-  // Barrier-AND: completes when every dependency (up to 5 signals) is 0. With `barrier` it also
-  // waits for every earlier packet of this queue.
+  // Barrier-AND: completes when every dependency (up to 5 signals of this system) is 0. With
+  // `barrier` it also waits for every earlier packet of this queue. An empty (default-constructed
+  // or moved-from) signal is errc::invalid_argument: its null handle in the packet would silently
+  // mean "no dependency". E.g. `q.try_barrier_and({a, b})`.
+  result<aql_ticket> try_barrier_and(std::initializer_list<std::reference_wrapper<const signal>> deps, bool barrier = true,
+                                     sync::nanoseconds timeout = sync::infinite) {
+    return try_barrier_and(std::span<const std::reference_wrapper<const signal>>(deps.begin(), deps.size()), barrier, timeout);
+  }
+  result<aql_ticket> try_barrier_and(std::span<const std::reference_wrapper<const signal>> deps, bool barrier = true,
+                                     sync::nanoseconds timeout = sync::infinite) {
+    if (AQUEDUCT_UNLIKELY(!s_)) return empty_queue();
+    if (AQUEDUCT_UNLIKELY(deps.size() > 5)) return too_many_deps(deps.size());
+    std::array<sync::signal_ref, 5> refs{};
+    for (std::size_t i = 0; i < deps.size(); ++i) {
+      const signal& d = deps[i].get();
+      if (AQUEDUCT_UNLIKELY(!d || d.agent_state()->sys != s_->agent->sys)) return bad_dependency(i, !d);
+      refs[i] = d.ref();
+    }
+    return try_barrier_and(std::span<const sync::signal_ref>(refs.data(), deps.size()), barrier, timeout);
+  }
+  // The same on raw signal references (e.g. amd_signals of the caller's own memory, or graph/'s);
+  // a null reference is errc::invalid_argument too.
   result<aql_ticket> try_barrier_and(std::span<const sync::signal_ref> deps, bool barrier = true,
                                      sync::nanoseconds timeout = sync::infinite) {
     if (AQUEDUCT_UNLIKELY(!s_)) return empty_queue();
-    if (AQUEDUCT_UNLIKELY(deps.size() > 5))
-      return failure(errc::invalid_argument, "try_barrier_and: " + std::to_string(deps.size()) +
-                                                 " dependencies given; an AQL barrier-AND packet holds at most 5 "
-                                                 "(chain several barriers for more)");
+    if (AQUEDUCT_UNLIKELY(deps.size() > 5)) return too_many_deps(deps.size());
     aqueduct::ring::barrier_and p;
-    for (std::size_t i = 0; i < deps.size(); ++i) p.deps[i] = deps[i].handle();
+    for (std::size_t i = 0; i < deps.size(); ++i) {
+      if (AQUEDUCT_UNLIKELY(!deps[i])) return bad_dependency(i, true);
+      p.deps[i] = deps[i].handle();
+    }
     p.barrier = barrier;
     auto rr = s_->aql->try_reserve(1);
     if (AQUEDUCT_UNLIKELY(!rr)) rr = reserve_slow(1, timeout);
@@ -502,6 +524,18 @@ class queue : public detail::queue_waits<queue, aql_t> {
                                                " bytes of static LDS + dispatch_options::dynamic_lds_bytes " +
                                                std::to_string(dynamic) + " = " + std::to_string(total) +
                                                " bytes, more than the agent's " + std::to_string(limit) + " bytes of LDS");
+  }
+  AQUEDUCT_NOINLINE static failure too_many_deps(std::size_t n) {
+    return failure(errc::invalid_argument, "try_barrier_and: " + std::to_string(n) +
+                                               " dependencies given; an AQL barrier-AND packet holds at most 5 "
+                                               "(chain several barriers for more)");
+  }
+  AQUEDUCT_NOINLINE static failure bad_dependency(std::size_t i, bool empty) {
+    return failure(errc::invalid_argument,
+                   "try_barrier_and: dependency " + std::to_string(i) +
+                       (empty ? " is an empty signal (default-constructed or moved-from); its null handle would mean "
+                                "no dependency at all: pass a live signal, or leave it out"
+                              : " is a signal of another system: its memory is not this queue's device's"));
   }
   AQUEDUCT_NOINLINE failure not_reserved(std::uint64_t index) const {
     return failure(errc::invalid_argument, "try_wait(" + std::to_string(index) + "): no such packet on queue " +
