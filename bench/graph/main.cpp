@@ -22,6 +22,8 @@
 //   replay_indirect  host cost of one replay in indirect mode (launch only) of a 1-node and a
 //                    10,000-node PM4 chain: one INDIRECT_BUFFER packet per queue either way
 //   chain_wall       wall time of a 1,000 empty-kernel chain: replay vs eager (each co_awaited)
+//   while_host       host cost of one replay (launch only, indirect mode) of a device-decided
+//                    while_loop (max_iterations 10,000) that runs K = 1 and K = 10,000 iterations
 #include <aqueduct/graph.hpp>
 #include <aqueduct/runtime.hpp>
 
@@ -55,6 +57,17 @@ void store(aq::emu::workgroup_context& ctx) {
   ctx.store<std::uint32_t>(k.out + 4ull * k.index, k.value);
 }
 void nothing(aq::emu::workgroup_context&) {}
+struct word_args {
+  std::uint64_t word, value;
+};
+void put64(aq::emu::workgroup_context& ctx) {  // *word = value
+  const auto k = aq::emu::host_workgroup(ctx).args<word_args>();
+  ctx.store<std::uint64_t>(k.word, k.value);
+}
+void decrement(aq::emu::workgroup_context& ctx) {  // *word -= 1
+  const auto k = aq::emu::host_workgroup(ctx).args<word_args>();
+  ctx.store<std::uint64_t>(k.word, ctx.load<std::uint64_t>(k.word) - 1);
+}
 using store_kernel = rt::kernel<std::uint32_t*, std::uint32_t, std::uint32_t>;
 
 struct world {
@@ -64,10 +77,15 @@ struct world {
     aq::emu::host_code_object c;
     c.kernels.push_back(aq::emu::host_kernel::with_args<std::uint32_t*, std::uint32_t, std::uint32_t>("store", store));
     c.kernels.push_back(aq::emu::host_kernel::with_args<>("nothing", nothing));
+    c.kernels.push_back(aq::emu::host_kernel::with_args<std::uint64_t*, std::uint64_t>("put64", put64));
+    c.kernels.push_back(aq::emu::host_kernel::with_args<std::uint64_t*, std::uint64_t>("decrement", decrement));
     return c;
   }());
   store_kernel store_k = exe.get_kernel<std::uint32_t*, std::uint32_t, std::uint32_t>("store");
   rt::kernel<> nothing_k = exe.get_kernel<>("nothing");
+  rt::kernel<std::uint64_t*, std::uint64_t> put64_k = exe.get_kernel<std::uint64_t*, std::uint64_t>("put64");
+  rt::kernel<std::uint64_t*, std::uint64_t> decrement_k = exe.get_kernel<std::uint64_t*, std::uint64_t>("decrement");
+  rt::buffer<std::uint64_t> word = gpu.alloc<std::uint64_t>(1, rt::memory_kind::host);
   rt::queue q = gpu.make_queue(aq::aql, {.slots = 4096});
   rt::pm4_queue pm4 = gpu.make_queue(aq::pm4);
   rt::buffer<std::uint32_t> out = gpu.alloc<std::uint32_t>(4096, rt::memory_kind::host);
@@ -291,6 +309,28 @@ void replay_indirect(benchmark::State& st) {
 void replay_indirect_1(benchmark::State& st) { replay_indirect<1>(st); }
 void replay_indirect_10000(benchmark::State& st) { replay_indirect<10000>(st); }
 
+// ---- a device-decided WHILE: host cost of a replay, K = 1 vs 10,000 iterations ------------------
+template <std::uint64_t K>
+void while_host(benchmark::State& st) {
+  world& x = w();
+  auto body = [&]() -> g::task<void> { co_await g::on(x.pm4).dispatch(x.decrement_k, rt::grid{1}, rt::block{1}, x.word, 0); };
+  auto prog = [&]() -> g::task<void> {
+    co_await g::on(x.pm4).dispatch(x.put64_k, rt::grid{1}, rt::block{1}, x.word, K);
+    co_await g::while_loop(g::on(x.pm4), x.word, body, {.max_iterations = 10000});
+  };
+  auto e = g::instantiate(g::capture(prog()), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin(), .trace = false,
+                                                .mode = g::replay_mode::indirect});
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto t = e.try_launch();
+    const auto t1 = std::chrono::steady_clock::now();
+    st.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    if (!t || !e.try_wait(*t) || x.word[0] != 0) st.SkipWithError("the loop did not end with its word at 0");
+  }
+}
+void while_host_1(benchmark::State& st) { while_host<1>(st); }
+void while_host_10000(benchmark::State& st) { while_host<10000>(st); }
+
 // ---- 1,000 empty-kernel chain: replay vs eager, wall time --------------------------------------
 g::task<void> empty_chain() {
   world& x = w();
@@ -324,6 +364,7 @@ const target targets[] = {
     {"replay", "replay_floor", "<= 10 ns per node, <= 8x the copy-and-patch floor", -1, 8, 10},
     {"replay_indirect_10000", "replay_indirect_1", "indirect: <= 250 ns per queue, 10,000 nodes <= 1.1x 1 node", -1, 1.1, 250},
     {"chain_wall_replay", "chain_wall_eager", "replay <= 0.25x eager (wall)", -1, 0.25, -1},
+    {"while_host_10000", "while_host_1", "device WHILE: host time per replay, K = 10,000 <= 1.1x K = 1", -1, 1.1, -1},
 };
 
 struct table_reporter : benchmark::ConsoleReporter {
@@ -386,6 +427,8 @@ BENCHMARK(replay_indirect_1)->UseManualTime()->Unit(benchmark::kNanosecond);
 BENCHMARK(replay_indirect_10000)->UseManualTime()->Unit(benchmark::kNanosecond)->Iterations(10);
 BENCHMARK(chain_wall_replay)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(chain_wall_eager)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(while_host_1)->UseManualTime()->Unit(benchmark::kNanosecond)->Iterations(20);
+BENCHMARK(while_host_10000)->UseManualTime()->Unit(benchmark::kNanosecond)->Iterations(3);
 
 int main(int argc, char** argv) {
   std::vector<std::string> storage = {argv[0], "--benchmark_repetitions=5", "--benchmark_display_aggregates_only=true",

@@ -1,5 +1,6 @@
 // aqueduct/graph.hpp — the coroutine layer: tasks, when_all, sync_wait, the reactor, host events,
-// device operations (on(q).dispatch/copy/...), capture -> instantiate -> replay. See docs/graph.md.
+// device operations (on(q).dispatch/copy/...), device-evaluated control flow (if_then, switch_on,
+// while_loop), capture -> instantiate -> replay. See docs/graph.md.
 //
 // Layer: graph (the top layer: it includes runtime/ and below; nothing below includes it, so a
 // program that includes only <aqueduct/runtime.hpp> does not compile any of it). The main names
@@ -9,6 +10,7 @@
 #pragma once
 
 #include <aqueduct/graph/capture.hpp>
+#include <aqueduct/graph/control.hpp>
 #include <aqueduct/graph/event.hpp>
 #include <aqueduct/graph/exec_graph.hpp>
 #include <aqueduct/graph/exec_trace.hpp>
@@ -29,12 +31,16 @@ using graph::capture;
 using graph::exec_graph;
 using graph::get_stop_token;
 using graph::host;
+using graph::if_then;
+using graph::if_then_else;
 using graph::instantiate;
 using graph::on;
 using graph::reactor;
+using graph::switch_on;
 using graph::sync_wait;
 using graph::task;
 using graph::task_graph;
 using graph::until;
 using graph::when_all;
+using graph::while_loop;
 }  // namespace aqueduct

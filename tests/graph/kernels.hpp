@@ -60,10 +60,30 @@ inline void slow_store(emu::workgroup_context& ctx) {
   ctx.store<std::uint32_t>(k.out + 4ull * k.index, k.value);
 }
 
+// put64(word, value): *word = value (a device-side decision for the conditionals).
+struct put64_args {
+  std::uint64_t word, value;
+};
+inline void put64(emu::workgroup_context& ctx) {
+  const auto k = emu::host_workgroup(ctx).args<put64_args>();
+  ctx.store<std::uint64_t>(k.word, k.value);
+}
+// countdown(word, count): count[0] += 1, *word -= 1 (a WHILE body that ends its loop at 0).
+struct countdown_args {
+  std::uint64_t word, count;
+};
+inline void countdown(emu::workgroup_context& ctx) {
+  const auto k = emu::host_workgroup(ctx).args<countdown_args>();
+  ctx.store<std::uint32_t>(k.count, ctx.load<std::uint32_t>(k.count) + 1);
+  ctx.store<std::uint64_t>(k.word, ctx.load<std::uint64_t>(k.word) - 1);
+}
+
 using axpb_kernel = rt::kernel<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t, std::uint32_t>;
 using add_kernel = rt::kernel<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t>;
 using store_kernel = rt::kernel<std::uint32_t*, std::uint32_t, std::uint32_t>;
 using nothing_kernel = rt::kernel<>;
+using put64_kernel = rt::kernel<std::uint64_t*, std::uint64_t>;
+using countdown_kernel = rt::kernel<std::uint64_t*, std::uint32_t*>;
 
 inline emu::host_code_object kernels() {
   emu::host_code_object c;
@@ -72,6 +92,8 @@ inline emu::host_code_object kernels() {
   c.kernels.push_back(emu::host_kernel::with_args<std::uint32_t*, std::uint32_t, std::uint32_t>("store", store));
   c.kernels.push_back(emu::host_kernel::with_args<>("nothing", nothing));
   c.kernels.push_back(emu::host_kernel::with_args<std::uint32_t*, std::uint32_t, std::uint32_t>("slow_store", slow_store));
+  c.kernels.push_back(emu::host_kernel::with_args<std::uint64_t*, std::uint64_t>("put64", put64));
+  c.kernels.push_back(emu::host_kernel::with_args<std::uint64_t*, std::uint32_t*>("countdown", countdown));
   return c;
 }
 
@@ -85,6 +107,8 @@ struct rig {
   store_kernel store_k;
   nothing_kernel nothing_k;
   store_kernel slow_store_k;
+  put64_kernel put64_k;
+  countdown_kernel countdown_k;
   rt::queue aql;
   rt::pm4_queue pm4;
   rt::sdma_queue sdma;
@@ -97,6 +121,8 @@ struct rig {
         store_k(exe.get_kernel<std::uint32_t*, std::uint32_t, std::uint32_t>("store")),
         nothing_k(exe.get_kernel<>("nothing")),
         slow_store_k(exe.get_kernel<std::uint32_t*, std::uint32_t, std::uint32_t>("slow_store")),
+        put64_k(exe.get_kernel<std::uint64_t*, std::uint64_t>("put64")),
+        countdown_k(exe.get_kernel<std::uint64_t*, std::uint32_t*>("countdown")),
         aql(gpu.make_queue(aqueduct::aql)),
         pm4(gpu.make_queue(aqueduct::pm4)),
         sdma(gpu.make_queue(aqueduct::sdma)) {}

@@ -128,6 +128,8 @@ class exec_graph {
   [[nodiscard]] const detail::exec_state& state() const noexcept { return *s_; }
   // (graph/replay.hpp) A launch whose host nodes the caller's reactor runs; the fault of a replay.
   [[nodiscard]] result<replay_ticket> try_launch_for_reactor() { return launch_impl(true, sync::infinite); }
+  // A WHILE of finished replay `t` that hit its max_iterations (graph/control.hpp).
+  [[nodiscard]] std::optional<failure> loop_overflow(replay_ticket t) const;
   [[nodiscard]] std::optional<failure> replay_fault(replay_ticket t) const {
     const auto slot = static_cast<std::uint32_t>(t.sequence % s_->slots());
     return s_->slot_replay[slot] == t.sequence + 1 ? fault(slot) : std::nullopt;
@@ -151,6 +153,14 @@ class exec_graph {
 };
 
 // ---- instantiate ---------------------------------------------------------------------------------
+
+namespace detail {
+[[nodiscard]] inline bool has_conditional(const plan& p, std::uint32_t seg) noexcept {
+  for (std::uint32_t n : p.order[seg])
+    if (p.nodes[n].kind == node_kind::conditional) return true;
+  return false;
+}
+}  // namespace detail
 
 inline detail::slot_view exec_graph::view(std::uint32_t slot) const noexcept {
   detail::slot_view v;
@@ -186,7 +196,27 @@ inline void exec_graph::lower(std::uint32_t seg, std::uint32_t slot) {
     case queue_type::pm4: {
       auto& q = *static_cast<runtime::pm4_queue*>(sg.q.queue);
       if (sg.indirect()) v.cursor = sg.cursor.va() + byte_count(8ull * slot);
-      detail::pm4_lowering(s_->p, v, out, s_->host_waited).lower(seg, q);
+      if (sg.body.empty()) {
+        detail::pm4_lowering(s_->p, v, out, s_->host_waited).lower(seg, q);
+      } else {  // conditionals: their bodies go to the slot's body buffer, whose address the packets hold
+        kfd::buffer<detail::file_type>& b = sg.body[slot];
+        for (int pass = 0; pass < 2; ++pass) {
+          if (b) {
+            v.loop_flags = b.va();
+            v.body_base = b.va() + byte_count(sg.loop_flag_bytes);
+          }
+          detail::pm4_lowering(s_->p, v, out, s_->host_waited).lower(seg, q);
+          const std::uint64_t need = sg.loop_flag_bytes + 4ull * out.body.size();
+          if (b && b.size().value >= need) break;
+          const runtime::detail::agent_state& a = *sg.q.agent;  // (re)allocated only while the slot is idle
+          auto fresh = kfd::buffer<detail::file_type>::try_allocate(a.sys->ref(), *a.node, byte_count(std::max<std::uint64_t>(2 * need, 4096)),
+                                                                    kfd::memory_use::host);
+          if (!fresh) throw_failure(std::move(fresh).get_failure());
+          b = std::move(*fresh);
+          std::memset(b.host(), 0, sg.loop_flag_bytes);
+        }
+        std::memcpy(static_cast<std::byte*>(b.host()) + sg.loop_flag_bytes, out.body.dwords().data(), 4 * out.body.size());
+      }
       if (sg.indirect()) stage_indirect(sg, slot, q);
       break;
     }
@@ -200,7 +230,7 @@ inline void exec_graph::lower(std::uint32_t seg, std::uint32_t slot) {
 // Indirect mode: the slot's PM4 packets into the memory the CP reads them from (grown if an
 // update made them longer: never while the slot is in flight), and the INDIRECT_BUFFER packets a
 // replay submits, each covering whole packets of at most max_indirect_dwords.
-inline void exec_graph::stage_indirect(detail::exec_segment& sg, std::uint32_t slot, const runtime::pm4_queue& q) {
+inline void exec_graph::stage_indirect(detail::exec_segment& sg, std::uint32_t slot, const runtime::pm4_queue&) {
   const runtime::command_buffer& cmds = sg.slots[slot].cmds;
   kfd::buffer<detail::file_type>& ib = sg.ib[slot];
   const std::uint64_t bytes = 4ull * cmds.size();
@@ -360,7 +390,19 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
       s.segs[i].ib.resize(o.replay_slots);
       s.segs[i].ib_submit.resize(o.replay_slots);
     }
+    if (s.segs[i].q.type == queue_type::pm4 && has_conditional(s.p, static_cast<std::uint32_t>(i))) {
+      s.segs[i].body.resize(o.replay_slots);
+      s.segs[i].loop_flag_bytes = (8ull * s.p.loop_flags[i] + 63) / 64 * 64;
+    }
   }
+  // The CP runs indirect buffers two levels deep (ring -> IB -> IB; the emulated MEC refuses a
+  // third): each conditional level is one, and indirect mode already puts the segment in one.
+  if (const std::uint32_t room = o.mode == replay_mode::indirect ? 1 : 2; s.p.max_nesting > room)
+    return failure(errc::not_supported,
+                   "conditionals nested " + std::to_string(s.p.max_nesting) + " deep: the command processor runs indirect buffers two levels deep, " +
+                       (o.mode == replay_mode::indirect ? "and indirect replay mode uses one for the segment: use replay_mode::ring_copy or "
+                                                          "do not nest conditionals"
+                                                        : "so conditionals nest at most 2 deep"));
   s.slot_replay.assign(o.replay_slots, 0);
   s.slot_log.assign(o.replay_slots, 0);
   s.log.reserve(2 * std::size_t{n} + 64);  // updates between replays: no allocation in steady state
@@ -412,6 +454,10 @@ inline result<void> exec_graph::prepare_slot(std::uint32_t slot) {
       }
     }
   for (std::uint32_t i = 0; i < s.signals_per_slot; ++i) sync::atomic_store(s.signal(slot, i)->value, 1, std::memory_order_relaxed);
+  for (detail::exec_segment& sg : s.segs)
+    if (!sg.body.empty())
+      for (std::uint64_t w = 0; w < sg.loop_flag_bytes / 8; ++w)
+        sync::atomic_store(static_cast<std::uint64_t*>(sg.body[slot].host())[w], std::uint64_t{0}, std::memory_order_relaxed);
   for (detail::exec_segment& sg : s.segs)
     if (sg.indirect()) sync::atomic_store(static_cast<std::uint64_t*>(sg.cursor.host())[slot], std::uint64_t{0}, std::memory_order_relaxed);
   return ok();
@@ -568,7 +614,26 @@ inline result<void> exec_graph::try_wait(replay_ticket t, sync::nanoseconds time
       },
       [] { return true; });  // the slot's done signals carry the graph's event mailbox: always raised
   if (!r && r.get_failure() == errc::device_fault) s_->failed = r.get_failure();
+  if (r)
+    if (auto f = loop_overflow(t)) return *f;
   return r;
+}
+
+// A WHILE whose condition still held after max_iterations (its overflow word set by the device).
+inline std::optional<failure> exec_graph::loop_overflow(replay_ticket t) const {
+  const auto slot = static_cast<std::uint32_t>(t.sequence % s_->slots());
+  if (s_->slot_replay[slot] != t.sequence + 1) return std::nullopt;  // the slot was reused: reported then
+  for (std::uint32_t i = 0; i < s_->p.nodes.size(); ++i) {
+    const detail::planned_node& pn = s_->p.placed[i];
+    if (pn.loop_flag == detail::no_index) continue;
+    const auto* w = static_cast<const std::uint64_t*>(s_->segs[pn.segment].body[slot].host()) + pn.loop_flag;
+    if (sync::atomic_load(*w, std::memory_order_acquire) != 0)
+      return failure(errc::cancelled, "graph replay " + std::to_string(t.sequence) + ": " + s_->p.nodes[i].describe() +
+                                             " still had a non-zero condition after max_iterations (" +
+                                             std::to_string(s_->p.nodes[i].max_iterations) +
+                                             "); the loop was cut off there (raise max_iterations, or check the body clears the word)");
+  }
+  return std::nullopt;
 }
 
 inline void exec_graph::drain() noexcept {
@@ -716,7 +781,7 @@ inline result<void> exec_graph::try_update(const task_graph& g) {
     const node& a = old.nodes()[i];
     const node& b = g.nodes()[i];
     if (a.kind != b.kind || !(a.queue == b.queue) || a.deps != b.deps || (a.kind == node_kind::kernel && a.kernel.object != b.kernel.object) ||
-        a.kind == node_kind::child)
+        a.kind == node_kind::child || a.kind == node_kind::conditional)
       diff = "node " + std::to_string(i) + " (" + b.describe() + ") differs in kind, queue, kernel or edges";
   }
   if (!diff.empty()) {  // another topology: instantiate it anew, keeping nothing of the old

@@ -91,7 +91,10 @@ class replay_awaiter {
       }
       sync::atomic_store(s.signal(slot, pn.signal)->value, 0, std::memory_order_release);
     }
-    if (e_->done(ticket_)) return true;
+    if (e_->done(ticket_)) {
+      if (auto f = e_->loop_overflow(ticket_)) error_ = *f;
+      return true;
+    }
     if (auto f = e_->replay_fault(ticket_)) {
       error_ = *f;
       return true;

@@ -7,6 +7,7 @@
 // order of one strand (each node depends on the strand's previous frontier); when_all branches
 // add no edges between each other and join into the awaiting strand. Where it came from is kept
 // for errors, DOT and traces: the node's label, its co_await's source_location, its queue.
+// A conditional node (graph/control.hpp) holds its bodies as task_graphs, evaluated by the GPU.
 // A task_graph is a value; instantiating it (graph/exec_graph.hpp) lowers it into packets.
 // Thread safety: a value (const use from several threads is fine).
 #pragma once
@@ -49,7 +50,26 @@ enum class node_kind : std::uint8_t {
   timestamp,      // the GPU clock into memory
   host,           // a host function (run by the reactor between its dependencies and dependents)
   child,          // another task_graph, inlined at instantiation
+  conditional,    // IF / IF-ELSE / SWITCH / bounded WHILE on a device word (graph/control.hpp)
 };
+
+// What a conditional node does with its condition word (a 64-bit value in device memory, read by
+// the command processor when the node runs): docs/graph.md "Device-evaluated control flow".
+enum class condition_kind : std::uint8_t {
+  if_then,       // bodies[0] when the word is not 0
+  if_then_else,  // bodies[0] when it is not 0, else bodies[1]
+  switch_on,     // bodies[k] when the word equals k (none when it is >= bodies.size())
+  while_loop,    // bodies[0] as long as the word is not 0, at most max_iterations times
+};
+[[nodiscard]] constexpr const char* to_string(condition_kind k) noexcept {
+  switch (k) {
+    case condition_kind::if_then: return "IF";
+    case condition_kind::if_then_else: return "IF-ELSE";
+    case condition_kind::switch_on: return "SWITCH";
+    case condition_kind::while_loop: return "WHILE";
+  }
+  return "?";
+}
 [[nodiscard]] constexpr const char* to_string(node_kind k) noexcept {
   switch (k) {
     case node_kind::kernel: return "kernel";
@@ -60,6 +80,7 @@ enum class node_kind : std::uint8_t {
     case node_kind::timestamp: return "timestamp";
     case node_kind::host: return "host";
     case node_kind::child: return "child graph";
+    case node_kind::conditional: return "conditional";
   }
   return "?";
 }
@@ -119,6 +140,10 @@ struct node {
   std::function<void()> fn;
   // child
   std::shared_ptr<const task_graph> child;
+  // conditional: the word at `dst` (8-byte aligned), its bodies (all on this node's queue)
+  condition_kind condition = condition_kind::if_then;
+  std::vector<std::shared_ptr<const task_graph>> bodies;
+  std::uint32_t max_iterations = 0;  // WHILE
 
   // "kernel 'vadd' (label) at file.cpp:42 on AQL queue 3"
   [[nodiscard]] std::string describe() const;
@@ -183,6 +208,7 @@ inline std::string queue_name(const queue_binding& q) {
 inline std::string node::describe() const {
   std::string s = to_string(kind);
   if (kind == node_kind::kernel) s += " '" + kernel.name + "'";
+  if (kind == node_kind::conditional) s += std::string(" ") + to_string(condition);
   if (!label.empty()) s += " \"" + label + "\"";
   if (where.line()) s += " at " + detail::short_file(where);
   if (queue.type != queue_type::none) s += " on " + detail::queue_name(queue);
@@ -223,6 +249,9 @@ inline std::string task_graph::to_dot() const {
     const node& n = nodes_[i];
     std::string text = std::string(to_string(n.kind));
     if (n.kind == node_kind::kernel) text += " " + n.kernel.name;
+    if (n.kind == node_kind::conditional)
+      text += std::string(" ") + to_string(n.condition) + " (" + std::to_string(n.bodies.size()) + " bod" +
+              (n.bodies.size() == 1 ? "y" : "ies") + ")";
     if (!n.label.empty()) text += "\\n" + esc(n.label);
     if (n.where.line()) text += "\\n" + esc(detail::short_file(n.where));
     if (!n.enabled) text += "\\n(disabled)";

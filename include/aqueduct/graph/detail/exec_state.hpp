@@ -63,6 +63,9 @@ struct exec_segment {
   std::vector<kfd::buffer<file_type>> ib;
   std::vector<runtime::command_buffer> ib_submit;
   kfd::buffer<file_type> cursor;  // per slot: the node + 1 the segment last started (0: none yet)
+  // PM4 conditionals: per slot, the WHILE overflow words (loop_flag_bytes) then the bodies' IBs.
+  std::vector<kfd::buffer<file_type>> body;
+  std::uint64_t loop_flag_bytes = 0;
   [[nodiscard]] bool indirect() const noexcept { return !ib.empty(); }
 };
 

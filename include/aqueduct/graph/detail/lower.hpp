@@ -55,6 +55,10 @@ struct slot_view {
   // before it completed) before each node's packets, so a fault inside the indirect buffer still
   // names its node; empty: none.
   gpu_va cursor{};
+  // PM4 conditionals (graph/control.hpp): where segment_commands::body will be in GPU memory, and
+  // this slot's WHILE overflow words of the segment (8 bytes each).
+  gpu_va body_base{};
+  gpu_va loop_flags{};
   [[nodiscard]] gpu_va stamp(std::uint32_t node, std::uint32_t which) const { return trace_va(ctx, slot, node, which); }
   [[nodiscard]] gpu_va signal(std::uint32_t i) const { return signal_va(ctx, slot, i); }
   [[nodiscard]] gpu_va prev_done(std::uint32_t seg) const { return signal_va(ctx, prev_slot, node_signals + seg); }
@@ -68,6 +72,7 @@ struct segment_commands {
   std::vector<std::uint32_t> aql_node;      // per AQL packet: its node (no_index: a wait or the end)
   runtime::command_buffer cmds;             // PM4 and SDMA queues
   std::vector<std::uint32_t> cmd_node;      // per packet of cmds: its node (no_index: glue)
+  runtime::command_buffer body;             // PM4: the conditionals' bodies (indirect buffers at slot_view::body_base)
   bool stale = true;                        // re-lower before the next replay in this slot
 };
 
@@ -85,6 +90,36 @@ inline void encode_indirect_buffer(runtime::command_buffer& out, gpu_va ib, std:
   p[1] = ib.lo();
   p[2] = ib.hi();
   p[3] = i::ib_size::put(dwords) | i::valid::put(1);
+}
+
+// PM4 COND_INDIRECT_BUFFER (abi/pm4.hpp; spec packets.md, docs/pm4.md "Device-evaluated control
+// flow"): if `(*compare & ~0) f reference` (64-bit, `compare` 8-byte aligned) the CP runs `then`,
+// else `otherwise` when it has dwords (IF_THEN_ELSE; IF_THEN without). Target-independent.
+struct ib_ref {
+  gpu_va address{};
+  std::uint32_t dwords = 0;
+};
+inline void encode_cond_indirect_buffer(runtime::command_buffer& out, gpu_va compare, std::uint64_t reference,
+                                        abi::pm4::wait_reg_mem::compare_function f, ib_ref then, ib_ref otherwise = {}) {
+  namespace c = abi::pm4::cond_indirect_buffer;
+  AQUEDUCT_ASSERT(compare.aligned(8) && then.dwords >= 1 && then.dwords <= max_indirect_dwords && otherwise.dwords <= max_indirect_dwords,
+                  "COND_INDIRECT_BUFFER compare address or IB size");
+  const auto p = out.append(c::dwords);
+  const bool two = otherwise.dwords != 0;
+  p[0] = abi::pm4::type3_header(abi::pm4::opcode::indirect_buffer, c::dwords - 1);
+  p[1] = c::mode::put(static_cast<std::uint32_t>(two ? c::mode_value::if_then_else : c::mode_value::if_then)) |
+         c::function::put(static_cast<std::uint32_t>(f));
+  p[2] = compare.lo();
+  p[3] = compare.hi();
+  p[4] = p[5] = ~0u;  // mask: the whole word
+  p[6] = lo32(reference);
+  p[7] = hi32(reference);
+  p[8] = then.address.lo();
+  p[9] = then.address.hi();
+  p[10] = c::ib_size::put(then.dwords);
+  p[11] = otherwise.address.lo();
+  p[12] = otherwise.address.hi();
+  p[13] = c::ib_size::put(otherwise.dwords);
 }
 
 [[nodiscard]] inline abi::aql_slot to_slot(const auto& packet) noexcept {
@@ -203,6 +238,7 @@ class pm4_lowering {
   void lower(std::uint32_t seg, const runtime::pm4_queue& q) {
     out_.cmds.clear();
     out_.cmd_node.clear();
+    out_.body.clear();
     const auto mark = [&](std::uint32_t n) {
       while (out_.cmd_node.size() < out_.cmds.packets()) out_.cmd_node.push_back(n);
     };
@@ -229,9 +265,12 @@ class pm4_lowering {
           break;
         }
         case node_kind::timestamp: q.encode_timestamp(out_.cmds, x.dst); break;
+        case node_kind::conditional:
+          if (x.enabled) encode_conditional(out_.cmds, n, q);
+          break;
         default:
-          throw_failure(failure(errc::not_supported, x.describe() + ": a PM4 queue runs kernels, signal records and timestamps "
-                                                                    "(record copies and fills on an SDMA queue)"));
+          throw_failure(failure(errc::not_supported, x.describe() + ": a PM4 queue runs kernels, signal records, timestamps and "
+                                                                    "conditionals (record copies and fills on an SDMA queue)"));
       }
       if (v_.tracing()) q.encode_timestamp(out_.cmds, v_.stamp(n, 1));
       if (pn.signal != no_index)
@@ -250,6 +289,71 @@ class pm4_lowering {
   }
 
  private:
+  // A conditional node `n` (graph/control.hpp): its bodies into out_.body (indirect buffers),
+  // then the COND_INDIRECT_BUFFER packets that choose among them into `at`:
+  //   IF       one packet, word != 0 -> body 0;      IF-ELSE  one packet, != 0 -> body 0, else body 1;
+  //   SWITCH   one packet per case k, word == k -> body k;
+  //   WHILE    max_iterations packets, each word != 0 -> body 0 (the body clears the word to stop),
+  //            then one more, != 0 -> an IB that sets the loop's overflow word (reported by the wait).
+  void encode_conditional(runtime::command_buffer& at, std::uint32_t n, const runtime::pm4_queue& q) {
+    using f = abi::pm4::wait_reg_mem::compare_function;
+    const node& x = p_.nodes[n];
+    const planned_node& pn = p_.placed[n];
+    std::vector<ib_ref> bodies;
+    for (const auto& b : pn.branches) bodies.push_back(lower_body(b, q));
+    switch (x.condition) {
+      case condition_kind::if_then: encode_cond_indirect_buffer(at, x.dst, 0, f::not_equal, bodies[0]); break;
+      case condition_kind::if_then_else: encode_cond_indirect_buffer(at, x.dst, 0, f::not_equal, bodies[0], bodies[1]); break;
+      case condition_kind::switch_on:
+        for (std::uint32_t k = 0; k < bodies.size(); ++k) encode_cond_indirect_buffer(at, x.dst, k, f::equal, bodies[k]);
+        break;
+      case condition_kind::while_loop: {
+        for (std::uint32_t i = 0; i < x.max_iterations; ++i) encode_cond_indirect_buffer(at, x.dst, 0, f::not_equal, bodies[0]);
+        runtime::command_buffer over;
+        q.encode_release(over, v_.loop_flags + byte_count(8ull * pn.loop_flag), 1);
+        encode_cond_indirect_buffer(at, x.dst, 0, f::not_equal, place_body(over));
+        break;
+      }
+    }
+  }
+  // One body: its nodes' packets, in order (nested conditionals' bodies go to out_.body first).
+  ib_ref lower_body(const std::vector<std::uint32_t>& nodes, const runtime::pm4_queue& q) {
+    runtime::command_buffer b;
+    for (std::uint32_t m : nodes) {
+      const node& y = p_.nodes[m];
+      if (!y.enabled) continue;
+      switch (y.kind) {
+        case node_kind::kernel:
+          q.encode_dispatch(b, y.kernel, y.grid, y.block, v_.kernargs(m), v_.kernargs(m) + byte_count(kernarg_bytes(y)));
+          break;
+        case node_kind::timestamp: q.encode_timestamp(b, y.dst); break;
+        case node_kind::signal_record: {
+          const abi::amd_signal& s = *y.signal.get();
+          q.encode_release(b, gpu_va(y.signal.handle() + value_offset), static_cast<std::uint64_t>(y.value), gpu_va(s.event_mailbox_ptr),
+                           s.event_id);
+          break;
+        }
+        case node_kind::conditional: encode_conditional(b, m, q); break;
+        default: break;  // refused by make_plan (place_in_body)
+      }
+    }
+    if (b.empty()) {  // an empty body: one NOP (an IB has at least one dword)
+      const auto nop = b.append(2);
+      nop[0] = abi::pm4::type3_header(abi::pm4::opcode::nop, 1);
+      nop[1] = 0;
+    }
+    return place_body(b);
+  }
+  ib_ref place_body(const runtime::command_buffer& b) {
+    if (b.size() > max_indirect_dwords)
+      throw_failure(failure(errc::not_supported, "a conditional body of " + std::to_string(b.size()) +
+                                                     " dwords: an indirect buffer holds at most 2^20 - 1 (split the body)"));
+    const std::size_t at = out_.body.size();
+    const auto d = out_.body.append(b.size());
+    std::memcpy(d.data(), b.dwords().data(), 4 * b.size());
+    return {v_.body_base + byte_count(4ull * at), static_cast<std::uint32_t>(b.size())};
+  }
+
   const plan& p_;
   const slot_view& v_;
   segment_commands& out_;

@@ -13,7 +13,10 @@
 //     completion signal, placed right before the consumer on the consumer's queue (AQL
 //     barrier-AND, PM4 WAIT_REG_MEM, SDMA POLL_REGMEM): no host round trip;
 //   - so a node needs a completion signal when a consumer sits on another queue or on the host,
-//     and a host node always has one (the device waits for it).
+//     and a host node always has one (the device waits for it);
+//   - a conditional node's bodies are flattened after it, each body node remembering its owner
+//     and branch; they run inside the owner's indirect buffers, on its queue, in their own
+//     program order — they are in no segment's order and wait for nothing across queues.
 // Thread safety: pure functions over values.
 #pragma once
 
@@ -42,6 +45,12 @@ struct planned_node {
   bool same_queue_dep = false;             // ordered after earlier work of its own queue
   std::vector<std::uint32_t> waits;        // flat nodes whose completion signal it waits for
   std::vector<external_wait> external;     // external signals it waits for
+  // Conditional bodies: owner != no_index for a node inside one (its conditional, and which body).
+  std::uint32_t owner = no_index;
+  std::uint32_t branch = 0;
+  std::vector<std::vector<std::uint32_t>> branches;  // a conditional's bodies: their nodes, in order
+  std::uint32_t loop_flag = no_index;                // a WHILE's overflow word (index in its segment)
+  std::uint32_t nesting = 0;                         // conditionals around this node
 };
 
 struct plan {
@@ -52,12 +61,21 @@ struct plan {
   std::vector<std::vector<std::uint32_t>> order;  // per segment: its nodes, in order
   std::uint32_t node_signals = 0;
   std::vector<std::uint32_t> host_nodes;
+  std::vector<std::uint32_t> loop_flags;  // per segment: WHILE overflow words it needs
+  std::uint32_t max_nesting = 0;          // deepest conditional nesting (1: conditionals, none nested)
+};
+
+// Where a flattened node came from (parallel to plan::nodes while flattening).
+struct flat_origin {
+  std::uint32_t owner = no_index;
+  std::uint32_t branch = 0;
 };
 
 // Appends `g`'s nodes to `out`, remapping edges; `roots_deps` are what the graph's roots wait
 // for. Returns the flat indices of g's leaves (nodes no other node of g depends on).
 inline std::vector<std::uint32_t> flatten_into(const task_graph& g, const std::vector<std::uint32_t>& roots_deps,
-                                                std::vector<node>& out, std::vector<std::uint32_t>* top_map, int depth) {
+                                                std::vector<node>& out, std::vector<std::uint32_t>* top_map, int depth,
+                                                std::vector<flat_origin>& origin, flat_origin here = {}) {
   if (depth > 64) throw_failure(failure(errc::invalid_argument, "child graphs nested more than 64 deep (a cycle?)"));
   std::vector<std::vector<std::uint32_t>> done(g.size());  // per node of g: the flat nodes that stand for its completion
   std::vector<bool> used(g.size(), false);
@@ -72,7 +90,7 @@ inline std::vector<std::uint32_t> flatten_into(const task_graph& g, const std::v
     }
     if (n.kind == node_kind::child) {
       if (!n.child) throw_failure(failure(errc::invalid_argument, n.describe() + ": no graph"));
-      done[i] = flatten_into(*n.child, deps, out, nullptr, depth + 1);
+      done[i] = flatten_into(*n.child, deps, out, nullptr, depth + 1, origin, here);
       if (done[i].empty()) done[i] = deps;  // an empty child stands for its dependencies
       if (top_map) top_map->push_back(no_index);
       continue;
@@ -81,9 +99,15 @@ inline std::vector<std::uint32_t> flatten_into(const task_graph& g, const std::v
     copy.deps = std::move(deps);
     copy.child.reset();
     out.push_back(std::move(copy));
+    origin.push_back(here);
     const auto idx = static_cast<std::uint32_t>(out.size() - 1);
     done[i] = {idx};
     if (top_map) top_map->push_back(idx);
+    if (n.kind == node_kind::conditional)  // its bodies follow it; their roots wait for nothing (in order)
+      for (std::uint32_t b = 0; b < n.bodies.size(); ++b) {
+        if (!n.bodies[b]) throw_failure(failure(errc::invalid_argument, n.describe() + ": body " + std::to_string(b) + " is empty"));
+        (void)flatten_into(*n.bodies[b], {}, out, nullptr, depth + 1, origin, flat_origin{idx, b});
+      }
   }
   std::vector<std::uint32_t> leaves;
   for (std::size_t i = 0; i < g.size(); ++i)
@@ -109,16 +133,63 @@ inline void resolve_deps(const std::vector<node>& nodes, std::uint32_t n, std::v
   }
 }
 
+// A conditional node's own rules (graph/control.hpp checks them too, where the user calls it).
+inline void check_conditional(const node& x) {
+  const auto bad = [&](const std::string& why) { throw_failure(failure(errc::invalid_argument, x.describe() + ": " + why)); };
+  if (x.queue.type != queue_type::pm4)
+    throw_failure(failure(errc::not_supported, x.describe() + ": device-evaluated control flow runs on PM4 queues "
+                                                              "(COND_INDIRECT_BUFFER); AQL has no conditional packet and the "
+                                                              "SDMA engines' conditional execution is not wired up yet"));
+  if (!x.dst || !x.dst.aligned(8)) bad("the condition word must be a non-null, 8-byte aligned device address");
+  const std::size_t want = x.condition == condition_kind::if_then_else ? 2 : x.condition == condition_kind::switch_on ? 0 : 1;
+  if (want != 0 && x.bodies.size() != want) bad("needs " + std::to_string(want) + " bod" + (want == 1 ? "y" : "ies"));
+  if (x.condition == condition_kind::switch_on && (x.bodies.empty() || x.bodies.size() > 4096))
+    bad("a SWITCH takes 1 to 4096 cases");
+  if (x.condition == condition_kind::while_loop && (x.max_iterations == 0 || x.max_iterations > 65536))
+    bad("a WHILE's max_iterations must be 1 to 65536 (each iteration is one COND_INDIRECT_BUFFER packet)");
+}
+
+// A node inside a conditional's body: on the owner's queue, a kind an indirect buffer can run.
+inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
+  node& x = p.nodes[i];
+  planned_node& me = p.placed[i];
+  const planned_node& owner = p.placed[o.owner];
+  const node& c = p.nodes[o.owner];
+  me.owner = o.owner;
+  me.branch = o.branch;
+  me.segment = owner.segment;  // an update that re-lowers it re-lowers the owner's segment
+  me.nesting = owner.nesting + (x.kind == node_kind::conditional ? 1 : 0);
+  p.max_nesting = std::max(p.max_nesting, me.nesting);
+  if (x.kind != node_kind::kernel && x.kind != node_kind::timestamp && x.kind != node_kind::signal_record &&
+      x.kind != node_kind::conditional)
+    throw_failure(failure(errc::not_supported, x.describe() + " inside the body of " + c.describe() +
+                                                   ": a body holds kernels, timestamps, signal records and conditionals of "
+                                                   "its conditional's queue (the command processor runs it as an indirect buffer)"));
+  if (!(x.queue == c.queue))
+    throw_failure(failure(errc::not_supported, x.describe() + " inside the body of " + c.describe() +
+                                                   ": a body runs on its conditional's queue only (" + queue_name(c.queue) + ")"));
+  me.branch = o.branch;
+  if (p.placed[o.owner].branches.size() <= o.branch) p.placed[o.owner].branches.resize(c.bodies.size());
+  p.placed[o.owner].branches[o.branch].push_back(i);
+  if (x.kind == node_kind::conditional && x.condition == condition_kind::while_loop) me.loop_flag = p.loop_flags[me.segment]++;
+}
+
 // With `trace`, every AQL kernel gets a completion signal too: the packet processor writes its
 // start_ts/end_ts there.
 [[nodiscard]] inline plan make_plan(const task_graph& g, bool trace = false) {
   plan p;
-  (void)flatten_into(g, {}, p.nodes, &p.top_to_flat, 0);
+  std::vector<flat_origin> origin;
+  (void)flatten_into(g, {}, p.nodes, &p.top_to_flat, 0, origin);
   const auto n = static_cast<std::uint32_t>(p.nodes.size());
   p.placed.resize(n);
   // Segments: one per queue, in order of first use.
   for (std::uint32_t i = 0; i < n; ++i) {
     node& x = p.nodes[i];
+    if (x.kind == node_kind::conditional) check_conditional(x);
+    if (origin[i].owner != no_index) {  // inside a conditional's body: runs in the owner's IBs
+      place_in_body(p, i, origin[i]);
+      continue;
+    }
     if (x.kind == node_kind::host || x.kind == node_kind::signal_wait) {
       if (x.queue.type != queue_type::none)
         throw_failure(failure(errc::invalid_argument, x.describe() + ": a host or signal-wait node has no queue"));
@@ -135,11 +206,18 @@ inline void resolve_deps(const std::vector<node>& nodes, std::uint32_t n, std::v
     }
     p.placed[i].segment = s;
     p.order[s].push_back(i);
+    if (x.kind == node_kind::conditional) {
+      p.placed[i].nesting = 1;
+      p.max_nesting = std::max(p.max_nesting, 1u);
+      if (p.loop_flags.size() < p.segments.size()) p.loop_flags.resize(p.segments.size(), 0);
+      if (x.condition == condition_kind::while_loop) p.placed[i].loop_flag = p.loop_flags[s]++;
+    }
   }
   // Waits and signals.
   std::vector<bool> needs_signal(n, false);
+  p.loop_flags.resize(p.segments.size(), 0);
   for (std::uint32_t i = 0; i < n; ++i) {
-    if (p.nodes[i].kind == node_kind::signal_wait) continue;
+    if (p.nodes[i].kind == node_kind::signal_wait || p.placed[i].owner != no_index) continue;
     std::vector<std::uint32_t> real;
     resolve_deps(p.nodes, i, real, p.placed[i].external);
     planned_node& me = p.placed[i];
@@ -155,8 +233,10 @@ inline void resolve_deps(const std::vector<node>& nodes, std::uint32_t n, std::v
     if (p.nodes[i].kind == node_kind::host) needs_signal[i] = true;
     if (trace && p.nodes[i].kind == node_kind::kernel && p.nodes[i].queue.type == queue_type::aql) needs_signal[i] = true;
   }
-  for (std::uint32_t i = 0; i < n; ++i)
+  for (std::uint32_t i = 0; i < n; ++i) {
     if (needs_signal[i]) p.placed[i].signal = p.node_signals++;
+    if (p.nodes[i].kind == node_kind::conditional) p.placed[i].branches.resize(p.nodes[i].bodies.size());  // empty bodies too
+  }
   return p;
 }
 
