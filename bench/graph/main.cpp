@@ -313,7 +313,7 @@ void replay_indirect_10000(benchmark::State& st) { replay_indirect<10000>(st); }
 template <std::uint64_t K>
 void while_host(benchmark::State& st) {
   world& x = w();
-  auto body = [&]() -> g::task<void> { co_await g::on(x.pm4).dispatch(x.decrement_k, rt::grid{1}, rt::block{1}, x.word, 0); };
+  auto body = [&]() -> g::task<void> { co_await g::on(x.pm4).dispatch(x.decrement_k, rt::grid{1}, rt::block{1}, x.word, std::uint64_t{0}); };
   auto prog = [&]() -> g::task<void> {
     co_await g::on(x.pm4).dispatch(x.put64_k, rt::grid{1}, rt::block{1}, x.word, K);
     co_await g::while_loop(g::on(x.pm4), x.word, body, {.max_iterations = 10000});
