@@ -129,7 +129,7 @@ class exec_graph {
   // (graph/replay.hpp) A launch whose host nodes the caller's reactor runs; the fault of a replay.
   [[nodiscard]] result<replay_ticket> try_launch_for_reactor() { return launch_impl(true, sync::infinite); }
   // A WHILE of finished replay `t` that hit its max_iterations (graph/control.hpp).
-  [[nodiscard]] std::optional<failure> loop_overflow(replay_ticket t) const;
+  [[nodiscard]] std::optional<failure> loop_overflow(replay_ticket t) const { return detail::loop_overflow(*s_, t); }
   [[nodiscard]] std::optional<failure> replay_fault(replay_ticket t) const {
     const auto slot = static_cast<std::uint32_t>(t.sequence % s_->slots());
     return s_->slot_replay[slot] == t.sequence + 1 ? fault(slot) : std::nullopt;
@@ -153,14 +153,6 @@ class exec_graph {
 };
 
 // ---- instantiate ---------------------------------------------------------------------------------
-
-namespace detail {
-[[nodiscard]] inline bool has_conditional(const plan& p, std::uint32_t seg) noexcept {
-  for (std::uint32_t n : p.order[seg])
-    if (p.nodes[n].kind == node_kind::conditional) return true;
-  return false;
-}
-}  // namespace detail
 
 inline detail::slot_view exec_graph::view(std::uint32_t slot) const noexcept {
   detail::slot_view v;
@@ -196,27 +188,7 @@ inline void exec_graph::lower(std::uint32_t seg, std::uint32_t slot) {
     case queue_type::pm4: {
       auto& q = *static_cast<runtime::pm4_queue*>(sg.q.queue);
       if (sg.indirect()) v.cursor = sg.cursor.va() + byte_count(8ull * slot);
-      if (sg.body.empty()) {
-        detail::pm4_lowering(s_->p, v, out, s_->host_waited).lower(seg, q);
-      } else {  // conditionals: their bodies go to the slot's body buffer, whose address the packets hold
-        kfd::buffer<detail::file_type>& b = sg.body[slot];
-        for (int pass = 0; pass < 2; ++pass) {
-          if (b) {
-            v.loop_flags = b.va();
-            v.body_base = b.va() + byte_count(sg.loop_flag_bytes);
-          }
-          detail::pm4_lowering(s_->p, v, out, s_->host_waited).lower(seg, q);
-          const std::uint64_t need = sg.loop_flag_bytes + 4ull * out.body.size();
-          if (b && b.size().value >= need) break;
-          const runtime::detail::agent_state& a = *sg.q.agent;  // (re)allocated only while the slot is idle
-          auto fresh = kfd::buffer<detail::file_type>::try_allocate(a.sys->ref(), *a.node, byte_count(std::max<std::uint64_t>(2 * need, 4096)),
-                                                                    kfd::memory_use::host);
-          if (!fresh) throw_failure(std::move(fresh).get_failure());
-          b = std::move(*fresh);
-          std::memset(b.host(), 0, sg.loop_flag_bytes);
-        }
-        std::memcpy(static_cast<std::byte*>(b.host()) + sg.loop_flag_bytes, out.body.dwords().data(), 4 * out.body.size());
-      }
+      detail::lower_pm4_segment(s_->p, v, sg, slot, s_->host_waited, seg, q);
       if (sg.indirect()) stage_indirect(sg, slot, q);
       break;
     }
@@ -619,22 +591,6 @@ inline result<void> exec_graph::try_wait(replay_ticket t, sync::nanoseconds time
   return r;
 }
 
-// A WHILE whose condition still held after max_iterations (its overflow word set by the device).
-inline std::optional<failure> exec_graph::loop_overflow(replay_ticket t) const {
-  const auto slot = static_cast<std::uint32_t>(t.sequence % s_->slots());
-  if (s_->slot_replay[slot] != t.sequence + 1) return std::nullopt;  // the slot was reused: reported then
-  for (std::uint32_t i = 0; i < s_->p.nodes.size(); ++i) {
-    const detail::planned_node& pn = s_->p.placed[i];
-    if (pn.loop_flag == detail::no_index) continue;
-    const auto* w = static_cast<const std::uint64_t*>(s_->segs[pn.segment].body[slot].host()) + pn.loop_flag;
-    if (sync::atomic_load(*w, std::memory_order_acquire) != 0)
-      return failure(errc::cancelled, "graph replay " + std::to_string(t.sequence) + ": " + s_->p.nodes[i].describe() +
-                                             " still had a non-zero condition after max_iterations (" +
-                                             std::to_string(s_->p.nodes[i].max_iterations) +
-                                             "); the loop was cut off there (raise max_iterations, or check the body clears the word)");
-  }
-  return std::nullopt;
-}
 
 inline void exec_graph::drain() noexcept {
   if (!s_ || s_->failed) return;

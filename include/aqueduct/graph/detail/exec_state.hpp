@@ -1,5 +1,7 @@
 // aqueduct/graph/detail/exec_state.hpp — what an exec_graph holds (not API), with the options
-// and ticket types of its public interface (instantiate_options, replay_ticket).
+// and ticket types of its public interface (instantiate_options, replay_ticket), and the two
+// helpers that work on it alone: a PM4 segment's lowering with its conditionals' body buffer,
+// and the WHILE overflow check.
 //
 // Layer: graph. graph/exec_graph.hpp documents the memory layout: per replay slot, each queue
 // segment's prebuilt packets, each kernel's kernargs, and the completion signals.
@@ -14,10 +16,16 @@
 #include <aqueduct/kfd/events.hpp>
 #include <aqueduct/kfd/memory.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
+#include <aqueduct/runtime/pm4_queue.hpp>
+#include <aqueduct/sync/atomics.hpp>
 #include <aqueduct/sync/wait.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace aqueduct::graph {
@@ -105,6 +113,53 @@ struct exec_state {
   }
   [[nodiscard]] std::uint32_t slots() const noexcept { return opt.replay_slots; }
 };
+
+// A PM4 segment's packets for one slot (graph/detail/lower.hpp). With conditionals, their bodies
+// go to the slot's body buffer, whose address the packets hold: lowered once to learn the size,
+// again if the buffer had to grow ((re)allocated only while the slot is idle).
+inline void lower_pm4_segment(const plan& p, slot_view v, exec_segment& sg, std::uint32_t slot, const std::vector<bool>& host_waited,
+                              std::uint32_t seg, const runtime::pm4_queue& q) {
+  segment_commands& out = sg.slots[slot];
+  if (sg.body.empty()) {
+    pm4_lowering(p, v, out, host_waited).lower(seg, q);
+    return;
+  }
+  kfd::buffer<file_type>& b = sg.body[slot];
+  for (int pass = 0; pass < 2; ++pass) {
+    if (b) {
+      v.loop_flags = b.va();
+      v.body_base = b.va() + byte_count(sg.loop_flag_bytes);
+    }
+    pm4_lowering(p, v, out, host_waited).lower(seg, q);
+    const std::uint64_t need = sg.loop_flag_bytes + 4ull * out.body.size();
+    if (b && b.size().value >= need) break;
+    const runtime::detail::agent_state& a = *sg.q.agent;
+    auto fresh = kfd::buffer<file_type>::try_allocate(a.sys->ref(), *a.node, byte_count(std::max<std::uint64_t>(2 * need, 4096)),
+                                                      kfd::memory_use::host);
+    if (!fresh) throw_failure(std::move(fresh).get_failure());
+    b = std::move(*fresh);
+    std::memset(b.host(), 0, sg.loop_flag_bytes);
+  }
+  std::memcpy(static_cast<std::byte*>(b.host()) + sg.loop_flag_bytes, out.body.dwords().data(), 4 * out.body.size());
+}
+
+// A WHILE of replay `t` whose condition still held after max_iterations (its overflow word set
+// by the device), named; none if the slot was reused since (reported then).
+[[nodiscard]] inline std::optional<failure> loop_overflow(const exec_state& s, replay_ticket t) {
+  const auto slot = static_cast<std::uint32_t>(t.sequence % s.slots());
+  if (s.slot_replay[slot] != t.sequence + 1) return std::nullopt;
+  for (std::uint32_t i = 0; i < s.p.nodes.size(); ++i) {
+    const planned_node& pn = s.p.placed[i];
+    if (pn.loop_flag == no_index) continue;
+    const auto* w = static_cast<const std::uint64_t*>(s.segs[pn.segment].body[slot].host()) + pn.loop_flag;
+    if (sync::atomic_load(*w, std::memory_order_acquire) != 0)
+      return failure(errc::cancelled, "graph replay " + std::to_string(t.sequence) + ": " + s.p.nodes[i].describe() +
+                                          " still had a non-zero condition after max_iterations (" +
+                                          std::to_string(s.p.nodes[i].max_iterations) +
+                                          "); the loop was cut off there (raise max_iterations, or check the body clears the word)");
+  }
+  return std::nullopt;
+}
 
 }  // namespace detail
 

@@ -240,4 +240,11 @@ inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
   return p;
 }
 
+// Whether segment `seg` holds a conditional (it then needs a body buffer per slot).
+[[nodiscard]] inline bool has_conditional(const plan& p, std::uint32_t seg) noexcept {
+  for (std::uint32_t n : p.order[seg])
+    if (p.nodes[n].kind == node_kind::conditional) return true;
+  return false;
+}
+
 }  // namespace aqueduct::graph::detail
