@@ -21,6 +21,8 @@
 //                    floor: copying 1,000 prebuilt 64-byte packets and patching 100 kernarg blocks
 //   replay_indirect  host cost of one replay in indirect mode (launch only) of a 1-node and a
 //                    10,000-node PM4 chain: one INDIRECT_BUFFER packet per queue either way
+//                    (counter launch_cpu_ns: the launching thread's CPU time, which excludes the
+//                    emulator's thread preempting it on this machine's 2 cores; wall time does not)
 //   chain_wall       wall time of a 1,000 empty-kernel chain: replay vs eager (each co_awaited)
 //   while_host       host cost of one replay (launch only, indirect mode) of a device-decided
 //                    while_loop (max_iterations 10,000) that runs K = 1 and K = 10,000 iterations
@@ -30,6 +32,7 @@
 #include <benchmark/benchmark.h>
 
 #include <sys/utsname.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdio>
@@ -289,6 +292,14 @@ void replay_floor(benchmark::State& st) {
                                              benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// The calling thread's CPU time (ns): a launch's own host work, without the time the emulator's
+// thread (woken by the doorbell, on the same 2 cores) preempts it — wall time includes that.
+double thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return 1e9 * static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec);
+}
+
 // ---- indirect mode: host cost of one replay of an N-node PM4 chain (launch only) ---------------
 template <std::uint32_t N>
 void replay_indirect(benchmark::State& st) {
@@ -298,13 +309,17 @@ void replay_indirect(benchmark::State& st) {
   };
   auto e = g::instantiate(g::capture(prog()), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin(), .trace = false,
                                                 .mode = g::replay_mode::indirect});
+  double cpu = 0;
   for (auto _ : st) {
+    const double c0 = thread_cpu_ns();
     const auto t0 = std::chrono::steady_clock::now();
     auto t = e.try_launch();
     const auto t1 = std::chrono::steady_clock::now();
+    cpu += thread_cpu_ns() - c0;
     st.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
     if (t) (void)e.try_wait(*t);
   }
+  st.counters["launch_cpu_ns"] = benchmark::Counter(cpu, benchmark::Counter::kAvgIterations);
 }
 void replay_indirect_1(benchmark::State& st) { replay_indirect<1>(st); }
 void replay_indirect_10000(benchmark::State& st) { replay_indirect<10000>(st); }
@@ -320,13 +335,17 @@ void while_host(benchmark::State& st) {
   };
   auto e = g::instantiate(g::capture(prog()), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin(), .trace = false,
                                                 .mode = g::replay_mode::indirect});
+  double cpu = 0;
   for (auto _ : st) {
+    const double c0 = thread_cpu_ns();
     const auto t0 = std::chrono::steady_clock::now();
     auto t = e.try_launch();
     const auto t1 = std::chrono::steady_clock::now();
+    cpu += thread_cpu_ns() - c0;
     st.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
     if (!t || !e.try_wait(*t) || x.word[0] != 0) st.SkipWithError("the loop did not end with its word at 0");
   }
+  st.counters["launch_cpu_ns"] = benchmark::Counter(cpu, benchmark::Counter::kAvgIterations);
 }
 void while_host_1(benchmark::State& st) { while_host<1>(st); }
 void while_host_10000(benchmark::State& st) { while_host<10000>(st); }
