@@ -390,3 +390,38 @@ TEST_CASE("gfx942/gfx90a packed f32 (VOP3P on register pairs): op_sel, op_sel_hi
   }
   g_mcpu = "gfx942";
 }
+
+TEST_CASE("gfx942/gfx90a ds_bpermute_b32 and ds_permute_b32 across the wave64, lanes off, no LDS") {
+  // v2 = address (junk above bit 7, unaligned low bits), v3 = data; EXEC 0xF0F0FFFF7FFFFFFE
+  // during the permute; the CDNA3 guide's pseudocode written out: bpermute reads lane
+  // (addr + offset) / 4 % 64 (0 if that lane is off), permute writes there (highest sender wins).
+  std::vector<lane_in> in(64);
+  for (std::uint32_t l = 0; l < 64; ++l) {
+    const std::uint32_t lane = (l * 37 + 11) % 64;  // distinct lanes for l < 32, pairs colliding above
+    in[l] = {(l < 32 ? lane : lane & 0x3Eu) * 4 + (l % 3) + (l << 9), 0x1000u + l * 3, 0, 0};
+  }
+  const std::uint64_t exec = 0xF0F0FFFF7FFFFFFEull;
+  const char* pre = "v_mov_b32 v6, 0x5555\ns_mov_b32 exec_lo, 0x7ffffffe\ns_mov_b32 exec_hi, 0xf0f0ffff\n";
+  auto lane_of = [&](std::uint32_t l, std::uint32_t off) { return ((in[l].a + off) / 4) % 64; };
+  for (const char* t : {"gfx942", "gfx90a"}) {
+    g_mcpu = t;
+    CAPTURE(std::string(t));
+    const std::vector<lane_out> bp = run(std::string(pre) + "ds_bpermute_b32 v6, v2, v3 offset:12\ns_mov_b64 exec, -1", in);
+    const std::vector<lane_out> fp = run(std::string(pre) + "ds_permute_b32 v6, v2, v3 offset:4\ns_mov_b64 exec, -1", in);
+    std::uint32_t sent[64] = {};
+    for (std::uint32_t l = 0; l < 64; ++l)
+      if ((exec >> l) & 1) sent[lane_of(l, 4)] = in[l].b;  // in lane order: the highest sender wins
+    int bad = 0;
+    for (std::uint32_t l = 0; l < 64; ++l) {
+      const bool on = (exec >> l) & 1;
+      const std::uint32_t src = lane_of(l, 12);
+      const std::uint32_t want_b = !on ? 0x5555u : (exec >> src) & 1 ? in[src].b : 0u, want_p = on ? sent[l] : 0x5555u;
+      if ((bp[l].x != want_b || fp[l].x != want_p) && bad++ < 4)
+        FAIL_CHECK("lane " << l << ": bpermute 0x" << std::hex << bp[l].x << " (want 0x" << want_b << "), permute 0x" << fp[l].x
+                           << " (want 0x" << want_p << ")");
+    }
+    CHECK(bad == 0);
+  }
+  g_mcpu = "gfx942";
+}
+

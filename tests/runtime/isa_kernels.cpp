@@ -9,8 +9,8 @@
 // instruction and the PC. The corpus covers: vector add, saxpy, grid-stride loop, LDS tree
 // reduction with barriers, global atomics, integer hash/bit ops, divergent loop, f32 math with
 // division/sqrt/fma, 64-bit pointer arithmetic, a tiled LDS matmul on a 2-D grid, fp64, half
-// precision (scalar, packed and uniform), a private array in scratch, float2/float4 (packed f32 on CDNA)
-// and calls that are not inlined (a stack frame in scratch).
+// precision (scalar, packed and uniform), a private array in scratch, float2/float4 (packed f32 on CDNA),
+// calls that are not inlined (a stack frame in scratch) and cross-lane shuffles (ds_bpermute_b32).
 #include <aqueduct/emu/isa.hpp>  // installs the ISA interpreter (machine code on the emulator)
 #include <aqueduct/runtime.hpp>
 
@@ -310,6 +310,24 @@ digests run_corpus(const rt::agent& gpu, const std::string& path, bool pm4 = fal
       }
       CHECK(bad == 0);
       out_digest["uniform"] = digest(out.data(), n) ^ digest(fout.data(), n);
+    }
+    {
+      // ds_bpermute_b32 as HIP's __shfl_xor uses it: a butterfly sum over each 32-lane group and a
+      // rotate within it (workgroups of 64: lane groups are aligned runs of 32 ids; ids >= n are
+      // not launched, so their lanes are off and read as 0).
+      auto in = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+      for (std::uint32_t i = 0; i < n; ++i) in[i] = i * 2654435761u ^ 0x5bd1e995u, out[i] = 0;
+      run("shfl", rt::grid{n}, rt::block{64}, in, out, n);
+      auto at = [&](std::uint32_t j) { return j < n ? in[j] : 0u; };
+      int bad = 0;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint32_t base = i & ~31u;
+        std::uint32_t sum = 0;
+        for (std::uint32_t j = base; j < base + 32; ++j) sum += at(j);
+        bad += out[i] != sum * 3u + at(base | ((i + 1) & 31u));
+      }
+      CHECK(bad == 0);
+      out_digest["shfl"] = digest(out.data(), n);
     }
     {
       // Uniform _Float16 arguments (gfx12: SALU f16), contraction off: each operation rounded to

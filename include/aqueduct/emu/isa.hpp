@@ -23,7 +23,7 @@
 
 namespace aqueduct::emu::isa {
 
-inline constexpr target gfx11_target{arch::family::gfx11, "gfx11", &decode_gfx11};
+inline constexpr target gfx11_target{arch::family::gfx11, "gfx11", &decode_gfx11, 1ull << 48, 2ull << 48, false, false, true};
 inline constexpr target gfx12_target{arch::family::gfx12, "gfx12", &decode_gfx12};
 // CDNA: gfx90a (MI200) and gfx942 (MI300): 16-bit results zero the high half, v_cmpx also
 // writes its SGPR destination.

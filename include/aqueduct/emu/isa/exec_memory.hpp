@@ -191,6 +191,29 @@ inline void interpreter::exec_ds(wave& w, const insn& d) {
   const std::uint32_t off = static_cast<std::uint32_t>(d.imm) | (std::uint32_t(d.off1) << 8);
   const op_info& in = info(d.o);
   const std::uint32_t* addr = vcol(w, d.src[0]);
+  if (d.o == op::ds_bpermute_b32 || d.o == op::ds_permute_b32) {
+    // Lane permutes through the LDS crossbar, no LDS access (RDNA3/RDNA4/CDNA3 ISA guides,
+    // DS_PERMUTE_B32 / DS_BPERMUTE_B32): the other lane is bits [.. : 2] of addr + offset, modulo
+    // the wave's lanes (gfx11: modulo 32 within the lane's half, target::permute_lanes32).
+    // bpermute: each active lane reads the other lane's data0, 0 if that lane is inactive;
+    // permute: each active lane sends its data0 to the other lane (the highest sender wins).
+    // Only active lanes are written.
+    const unsigned n = t_->permute_lanes32 ? 32u : w.lanes;
+    auto other = [&](unsigned l) { return (l & ~(n - 1)) | (((addr[l] + off) >> 2) & (n - 1)); };
+    const std::uint32_t* D0 = vcol(w, d.data0);
+    std::uint32_t* R = vcol(w, d.dst);
+    std::uint32_t tmp[64] = {};
+    if (d.o == op::ds_bpermute_b32) {
+      detail::each_lane(ex, [&](unsigned l) {
+        const unsigned s = other(l);
+        tmp[l] = (ex >> s) & 1 ? D0[s] : 0u;
+      });
+    } else {
+      detail::each_lane(ex, [&](unsigned l) { tmp[other(l)] = D0[l]; });  // ascending: the highest sender wins
+    }
+    detail::each_lane(ex, [&](unsigned l) { R[l] = tmp[l]; });
+    return;
+  }
   const unsigned ddw = dwords_of(in.src[1]);
   const std::uint32_t* D0 = in.src[1] != kind::none ? vcol(w, d.data0, ddw) : nullptr;
   const std::uint32_t* D1 = in.src[2] != kind::none ? vcol(w, d.data1, ddw) : nullptr;

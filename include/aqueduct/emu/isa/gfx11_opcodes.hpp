@@ -292,7 +292,7 @@ inline constexpr std::array<opcode_entry, 979> gfx11_opcode_list{{
     {enc::ds, 160, op::none, 0, "ds_store_b8_d16_hi"}, {enc::ds, 161, op::none, 0, "ds_store_b16_d16_hi"}, {enc::ds, 162, op::none, 0, "ds_load_u8_d16"},
     {enc::ds, 163, op::none, 0, "ds_load_u8_d16_hi"}, {enc::ds, 164, op::none, 0, "ds_load_i8_d16"}, {enc::ds, 165, op::none, 0, "ds_load_i8_d16_hi"},
     {enc::ds, 166, op::none, 0, "ds_load_u16_d16"}, {enc::ds, 167, op::none, 0, "ds_load_u16_d16_hi"}, {enc::ds, 173, op::none, 0, "ds_bvh_stack_rtn_b32"},
-    {enc::ds, 178, op::none, 0, "ds_permute_b32"}, {enc::ds, 179, op::none, 0, "ds_bpermute_b32"}, {enc::ds, 222, op::ds_store_b96, 0, "ds_store_b96"},
+    {enc::ds, 178, op::ds_permute_b32, 0, "ds_permute_b32"}, {enc::ds, 179, op::ds_bpermute_b32, 0, "ds_bpermute_b32"}, {enc::ds, 222, op::ds_store_b96, 0, "ds_store_b96"},
     {enc::ds, 223, op::ds_store_b128, 0, "ds_store_b128"}, {enc::ds, 254, op::ds_load_b96, 0, "ds_load_b96"}, {enc::ds, 255, op::ds_load_b128, 0, "ds_load_b128"},
     {enc::flat, 16, op::global_load_u8, 0, "flat_load_u8"}, {enc::flat, 17, op::global_load_i8, 0, "flat_load_i8"}, {enc::flat, 18, op::global_load_u16, 0, "flat_load_u16"},
     {enc::flat, 19, op::global_load_i16, 0, "flat_load_i16"}, {enc::flat, 20, op::global_load_b32, 0, "flat_load_b32"}, {enc::flat, 21, op::global_load_b64, 0, "flat_load_b64"},

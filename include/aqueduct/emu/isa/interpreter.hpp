@@ -91,6 +91,10 @@ struct target {
   // gfx9: v_cmpx writes its SGPR destination (VCC in the 32-bit form) as well as EXEC; gfx10+
   // write EXEC only (LLVM VOPCInstructions.td: the gfx10+ v_cmpx have no sdst).
   bool cmpx_writes_sdst = false;
+  // gfx11: ds_permute_b32 / ds_bpermute_b32 address lanes modulo 32 within each half of a wave64
+  // (RDNA3 guide: "MOD 32 regardless of wave size"; Mesa's ACO emulates cross-half bpermute for
+  // gfx10/gfx11 wave64); gfx9 and gfx12 address the whole wave.
+  bool permute_lanes32 = false;
 };
 
 class interpreter final : public runner {

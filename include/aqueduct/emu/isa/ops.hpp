@@ -291,6 +291,7 @@ enum class kind : std::uint8_t {
   X(ds_and_b32, none, b32, b32, none) X(ds_or_b32, none, b32, b32, none) \
   X(ds_xor_b32, none, b32, b32, none) \
   X(ds_add_rtn_u32, b32, b32, b32, none) \
+  X(ds_permute_b32, b32, b32, b32, none) X(ds_bpermute_b32, b32, b32, b32, none) /* lane permutes, no LDS */ \
   X(ds_store_b8, none, b32, b32, none) X(ds_store_b16, none, b32, b32, none) \
   X(ds_store_b32, none, b32, b32, none) X(ds_store_b64, none, b32, b64, none) \
   X(ds_store_b96, none, b32, b96, none) X(ds_store_b128, none, b32, b128, none) \

@@ -157,6 +157,18 @@ K void uniform16(const _Float16* in, _Float16* out, float* fout, _Float16 s, _Fl
   out[i] = in[i] * w + q;
   fout[i] = (float)in[i] + (float)q * a + (float)(_Float16)a;
 }
+// Cross-lane shuffles as HIP's __shfl_xor / __shfl write them (ds_bpermute_b32 with lane * 4):
+// a butterfly sum over each 32-lane group and a rotate by one lane within it. Groups of 32 keep
+// the result the same on every target and wave size (gfx11 wave64 permutes within each half).
+K void shfl(const unsigned* in, unsigned* out, unsigned n) {
+  const unsigned i = gid();
+  const unsigned lane = __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));  // in the wave
+  const unsigned x = i < n ? in[i] : 0u;
+  unsigned v = x;
+  for (unsigned m = 1; m < 32; m <<= 1) v += (unsigned)__builtin_amdgcn_ds_bpermute((int)((lane ^ m) << 2), (int)v);
+  const unsigned r = (unsigned)__builtin_amdgcn_ds_bpermute((int)((((lane + 1) & 31u) | (lane & ~31u)) << 2), (int)x);
+  if (i < n) out[i] = v * 3u + r;
+}
 // float2/float4 arithmetic: CDNA (gfx90a/gfx942) computes it with packed f32 (v_pk_fma_f32,
 // v_pk_mul_f32, v_pk_add_f32 with op_sel_hi and neg_lo/neg_hi), RDNA one lane-dword at a time.
 // Contraction off and explicit fmas: the host reference rounds exactly as written.
