@@ -493,7 +493,7 @@ std::string coverage_section(const char* name, g9::target tg) {
   std::string s = "<!-- " + std::string(name) + " -->\n## " + name + "\n\n";
   s += "From emu/isa/gfx9_opcodes.hpp and the operation map of emu/isa/gfx9.hpp (tests/emu/isa_gfx9_decode.cpp). "
        "VOP3 counts the VOP3-only opcodes; the VOP3 and SDWA forms of VOP1/VOP2/VOPC opcodes follow their 32-bit "
-       "entries; every DPP form is unsupported; MTBUF, MIMG and EXP are not decoded (illegal).\n\n";
+       "entries, and so do the DPP forms of VOP1/VOP2 opcodes (DPP compares and 64-bit operations are refused); MTBUF, MIMG and EXP are not decoded (illegal).\n\n";
   s += "| encoding | implemented | not implemented | not implemented (names) |\n|---|---|---|---|\n";
   coverage_row(s, "SOP1", g9::sop1_ops, tg);
   coverage_row(s, "SOP2", g9::sop2_ops, tg);

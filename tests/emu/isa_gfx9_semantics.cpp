@@ -13,6 +13,8 @@
 //   gfx9      v_cmpx writes EXEC and VCC; v_lshl_add_u64, v_mov_b64 (gfx942).
 //   pk f32    v_pk_add/mul/fma_f32 and v_pk_mov_b32 on register pairs (gfx942, gfx90a): op_sel,
 //             op_sel_hi, neg_lo/neg_hi, clamp, an inline constant.
+//   DPP       every dpp_ctrl family, row/bank masks, bound_ctrl, inactive source lanes, neg/abs;
+//   permutes  ds_bpermute_b32 / ds_permute_b32 with lanes off and colliding senders.
 // Each case runs 64 lanes: lane l reads four input dwords at in + 16 l and writes two output
 // dwords at out + 8 l.
 #include <aqueduct/emu/isa.hpp>
@@ -421,6 +423,72 @@ TEST_CASE("gfx942/gfx90a ds_bpermute_b32 and ds_permute_b32 across the wave64, l
                            << " (want 0x" << want_p << ")");
     }
     CHECK(bad == 0);
+  }
+  g_mcpu = "gfx942";
+}
+
+TEST_CASE("gfx942/gfx90a DPP: every dpp_ctrl family, row/bank masks, bound_ctrl, inactive source lanes, src modifiers") {
+  // v2 = a, v3 = b per lane; EXEC has lanes off during the DPP instruction; v6 starts as 0x5555
+  // (lanes not written keep it). Expected values: the DPP lane rules written out here (source
+  // lane per control; row = lane / 16, bank = (lane / 4) % 4; an out-of-range or inactive
+  // source reads 0 with bound_ctrl, else the lane is not written).
+  std::vector<lane_in> in(64);
+  for (std::uint32_t l = 0; l < 64; ++l) in[l] = {u(float(l) * 1.25f - 20.5f), u(float(l % 5) + 0.75f), 0, 0};
+  const std::uint64_t exec = 0xFFFFFFEF7FFFFFFEull;  // lanes 0, 31 and 36 off
+  const std::string pre = "v_mov_b32 v6, 0x5555\ns_mov_b32 exec_lo, 0x7ffffffe\ns_mov_b32 exec_hi, 0xffffffef\n";
+  struct dcase {
+    const char* text;  // the DPP modifiers
+    std::function<int(int)> src;
+    unsigned row_mask, bank_mask;
+    bool bound;
+  };
+  const std::vector<dcase> cases = {
+      {"quad_perm:[3,0,2,1]", [](int l) { const int q[4] = {3, 0, 2, 1}; return (l & ~3) | q[l & 3]; }, 15, 15, false},
+      {"row_shl:3", [](int l) { return (l & 15) + 3 <= 15 ? l + 3 : -1; }, 15, 15, false},
+      {"row_shl:3 bound_ctrl:0", [](int l) { return (l & 15) + 3 <= 15 ? l + 3 : -1; }, 15, 15, true},
+      {"row_shr:5 bound_ctrl:0", [](int l) { return (l & 15) >= 5 ? l - 5 : -1; }, 15, 15, true},
+      {"row_ror:7", [](int l) { return (l & ~15) | ((l - 7) & 15); }, 15, 15, false},
+      {"wave_shl:1 bound_ctrl:0", [](int l) { return l < 63 ? l + 1 : -1; }, 15, 15, true},
+      {"wave_rol:1", [](int l) { return (l + 1) & 63; }, 15, 15, false},
+      {"wave_shr:1", [](int l) { return l > 0 ? l - 1 : -1; }, 15, 15, false},
+      {"wave_ror:1 bound_ctrl:0", [](int l) { return (l - 1) & 63; }, 15, 15, true},
+      {"row_mirror", [](int l) { return (l & ~15) | (15 - (l & 15)); }, 15, 15, false},
+      {"row_half_mirror", [](int l) { return (l & ~7) | (7 - (l & 7)); }, 15, 15, false},
+      {"row_bcast:15 row_mask:0xa", [](int l) { return l >= 16 ? (l & ~15) - 1 : -1; }, 0xA, 15, false},
+      {"row_bcast:31 row_mask:0xc bound_ctrl:0", [](int l) { return l >= 32 ? 31 : -1; }, 0xC, 15, true},
+      {"quad_perm:[1,1,1,1] row_mask:0x5 bank_mask:0x6", [](int l) { return (l & ~3) | 1; }, 0x5, 0x6, false},
+  };
+  for (const char* t : {"gfx942", "gfx90a"}) {
+    g_mcpu = t;
+    CAPTURE(std::string(t));
+    for (const dcase& c : cases) {
+      // v_add_u32: integer sum of the moved a and this lane's b; v_mov_b32 and a float op with
+      // neg/abs on the moved source check the modifiers.
+      const std::string ops[3] = {std::string("v_add_u32_dpp v6, v2, v3 ") + c.text, std::string("v_mov_b32_dpp v6, v2 ") + c.text,
+                                  std::string("v_sub_f32_dpp v6, -|v2|, v3 ") + c.text};
+      for (int k = 0; k < 3; ++k) {
+        CAPTURE(ops[k]);
+        const std::vector<lane_out> out = run(pre + ops[k] + "\ns_mov_b64 exec, -1", in);
+        int bad = 0;
+        for (int l = 0; l < 64; ++l) {
+          const bool on = (exec >> l) & 1, row_on = (c.row_mask >> (l >> 4)) & 1, bank_on = (c.bank_mask >> ((l >> 2) & 3)) & 1;
+          std::uint32_t want = 0x5555u;
+          if (on && row_on && bank_on) {
+            const int s = c.src(l);
+            const bool valid = s >= 0 && s < 64 && ((exec >> s) & 1);
+            if (valid || c.bound) {
+              const std::uint32_t a = valid ? in[s].a : 0u;
+              if (k == 0) want = a + in[l].b;
+              else if (k == 1) want = a;
+              else want = u(-std::fabs(f(a)) - f(in[l].b));
+            }
+          }
+          if (out[l].x != want && bad++ < 4)
+            FAIL_CHECK("lane " << l << ": got 0x" << std::hex << out[l].x << ", want 0x" << want);
+        }
+        CHECK(bad == 0);
+      }
+    }
   }
   g_mcpu = "gfx942";
 }

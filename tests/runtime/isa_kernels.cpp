@@ -395,6 +395,32 @@ digests run_corpus(const rt::agent& gpu, const std::string& path, bool pm4 = fal
   return out_digest;
 }
 
+// CDNA only (gfx942, gfx90a): the DPP row scan of the corpus (dppscan) against the host. Rows are
+// 16 consecutive ids (workgroups of 64); ids >= n are not launched, and an inactive source lane
+// reads 0 (bound_ctrl).
+void dpp_scan_on(const rt::agent& gpu, const std::string& path) {
+  const auto bytes = read_file(path);
+  auto exe = gpu.load(std::span<const std::byte>(bytes));
+  auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
+  const std::uint32_t n = 1000;
+  auto in = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+  for (std::uint32_t i = 0; i < n; ++i) in[i] = i * 2246822519u + 3, out[i] = 0;
+  auto t = q.try_dispatch(exe.get_untyped_kernel("dppscan"), rt::grid{n}, rt::block{64}, in, out, n);
+  REQUIRE(t.has_value());
+  auto w = q.try_wait(*t, std::chrono::seconds(60));
+  INFO(std::string(w.detail()));
+  REQUIRE(w.has_value());
+  auto scan = [&](std::uint32_t i) {  // inclusive sum from the row's first id to i; 0 past n
+    if (i >= n) return 0u;
+    std::uint32_t s = 0;
+    for (std::uint32_t j = i & ~15u; j <= i; ++j) s += in[j];
+    return s;
+  };
+  int bad = 0;
+  for (std::uint32_t i = 0; i < n; ++i) bad += out[i] != scan(i) * 7u + scan((i & ~15u) | (15u - (i & 15u)));
+  CHECK(bad == 0);
+}
+
 // The corpus on one target: every build equals the host references, and all builds give the
 // same bits (the differential: -O2 vs -O3, wave32 vs wave64 where the target has both).
 digests corpus_on(const target_case& t) {
@@ -429,6 +455,10 @@ TEST_CASE("gfx1201, gfx942 and gfx90a corpus kernels (emulated RX 9070 XT, MI300
   for (const target_case* t : {&gfx1201, &gfx942, &gfx90a}) {
     INFO("target " << std::string(t->processor));
     const digests cdna = corpus_on(*t);
+    if (t != &gfx1201) {
+      auto sys = rt::system::open({.machine = t->machine});
+      for (const char* v : t->variants) dpp_scan_on(sys.default_agent(), corpus_path(t->processor, v));
+    }
     CHECK(cdna.size() == rdna.size());
     for (const auto& [name, h] : cdna) {
       CAPTURE(name);

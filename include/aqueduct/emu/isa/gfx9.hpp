@@ -237,8 +237,14 @@ constexpr std::uint16_t canon(std::uint16_t s) noexcept { return s == 124 ? op_m
     d.e = enc::invalid;
     d.o = op::none;
   }
-  // Not modelled: DPP, AGPR data (acc), GDS, LDS-direct loads; they fault as unsupported.
-  if (d.e == enc::dpp || g.acc || g.gds || g.lds) d.o = op::none;
+  // DPP: the second dword holds the control, masks and src0/src1 neg/abs (bits 20-23).
+  if (d.e == enc::dpp) {
+    d.literal = g.dpp;
+    d.neg = static_cast<std::uint8_t>(((g.dpp >> 20) & 1) | (((g.dpp >> 22) & 1) << 1));
+    d.abs = static_cast<std::uint8_t>(((g.dpp >> 21) & 1) | (((g.dpp >> 23) & 1) << 1));
+  }
+  // Not modelled: AGPR data (acc), GDS, LDS-direct loads; they fault as unsupported.
+  if (g.acc || g.gds || g.lds) d.o = op::none;
   return d;
 }
 

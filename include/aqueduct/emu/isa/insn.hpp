@@ -53,7 +53,7 @@ struct insn {
   std::uint16_t dst = 0;     // sdst / vdst (VGPR number without the 256 for vector dsts)
   std::uint16_t sdst = 0;    // VOP3b carry-out / VOPC e64 destination
   std::uint16_t src[3] = {};  // operand numbers (vector srcs in 256+ form)
-  std::uint32_t literal = 0;
+  std::uint32_t literal = 0;  // gfx9 DPP: the DPP dword (control, masks, modifiers)
   std::int32_t imm = 0;      // SOPK/SOPP simm16, SMEM/FLAT/DS offset
   std::uint8_t abs = 0, neg = 0, neg_hi = 0, opsel = 0, opsel_hi = 0, omod = 0;  // VOP3/VOP3P
   bool clamp = false, glc = false, slc = false, dlc = false;

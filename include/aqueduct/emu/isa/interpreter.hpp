@@ -355,6 +355,7 @@ class interpreter final : public runner {
   void exec_flat(wave& w, const insn& d);
   void exec_ds(wave& w, const insn& d);
   void exec_sdwa(wave& w, const insn& d);   // gfx9 (emu/isa/exec_gfx9.hpp)
+  void exec_dpp(wave& w, const insn& d);    // gfx9
   void exec_mubuf(wave& w, const insn& d);  // gfx9
   void exec_pk_f32(wave& w, const insn& d);  // gfx90a/gfx942 packed f32
   // VGPR columns past the descriptor's count: SDWA runs its operation on them.

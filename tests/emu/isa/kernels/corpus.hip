@@ -203,6 +203,21 @@ K void calls(const unsigned* in, unsigned* out, unsigned n) {
   if (i < n) out[i] = callee(in[i], i) + outer(in[i] * 5u, i);
 }
 #if defined(__gfx942__) || defined(__gfx90a__)
+// DPP as rocPRIM-style scans write it (__builtin_amdgcn_update_dpp / mov_dpp): an inclusive
+// prefix sum within each 16-lane row by row_shr:1/2/4/8 (clang-19 folds each into
+// v_add_u32_dpp ... bound_ctrl:1), then row_mirror. CDNA only: the RDNA DPP forms are not decoded.
+K void dppscan(const unsigned* in, unsigned* out, unsigned n) {
+  const unsigned i = gid();
+  unsigned x = i < n ? in[i] : 0u;
+  x += (unsigned)__builtin_amdgcn_update_dpp(0, (int)x, 0x111, 0xF, 0xF, false);  // row_shr:1
+  x += (unsigned)__builtin_amdgcn_update_dpp(0, (int)x, 0x112, 0xF, 0xF, false);  // row_shr:2
+  x += (unsigned)__builtin_amdgcn_update_dpp(0, (int)x, 0x114, 0xF, 0xF, false);  // row_shr:4
+  x += (unsigned)__builtin_amdgcn_update_dpp(0, (int)x, 0x118, 0xF, 0xF, false);  // row_shr:8
+  const unsigned m = (unsigned)__builtin_amdgcn_mov_dpp((int)x, 0x140, 0xF, 0xF, true);  // row_mirror
+  if (i < n) out[i] = x * 7u + m;
+}
+#endif
+#if defined(__gfx942__) || defined(__gfx90a__)
 // A matrix-core (MFMA) instruction, which the interpreter does not model: the dispatch must end
 // with a queue error naming it (tests/runtime/isa_kernels.cpp).
 typedef float mfma_f4 __attribute__((ext_vector_type(4)));
