@@ -317,3 +317,31 @@ TEST_CASE("bug 13: an SDMA ring of 2^32 bytes or more is refused before allocati
   auto ok = gpu.try_make_queue(rt::sdma, {.ring_bytes = 4096});  // control
   CHECK(ok.has_value());
 }
+
+// Bug 9's fix registers each load's functions under names of their own; without unregistering
+// them, every load grew the device's registry for good (a program loading and destroying
+// executables leaked). The executable now unregisters them when it goes.
+TEST_CASE("bug 9: loading and destroying executables does not grow the host-kernel registry") {
+  auto sys = rt::system::open({.machine = "mi300x"});
+  const auto& gpu = sys.default_agent();
+  auto* dev = emu::device_of(gpu);
+  const auto before = dev->registry().size();
+  auto kept = aq::emu::load(gpu, test_kernels());
+  CHECK(dev->registry().size() == before + test_kernels().kernels.size());
+  for (int i = 0; i < 50; ++i) {
+    auto e = aq::emu::load(gpu, test_kernels());
+    auto q = gpu.make_queue(rt::aql, {.slots = 16});
+    auto out = gpu.alloc<std::uint32_t>(1, host);
+    out[0] = 0;
+    q.dispatch(get<store_kernel>(e, "store"), rt::grid{1}, rt::block{1}, out, 0u, std::uint32_t(i) + 1u);
+    REQUIRE(q.try_finish(20s).has_value());
+    CHECK(out[0] == std::uint32_t(i) + 1u);
+  }
+  CHECK(dev->registry().size() == before + test_kernels().kernels.size());  // only `kept`'s
+  auto out = gpu.alloc<std::uint32_t>(1, host);  // and `kept` still runs its own functions
+  out[0] = 0;
+  auto q = gpu.make_queue(rt::aql, {.slots = 16});
+  q.dispatch(get<store_kernel>(kept, "store"), rt::grid{1}, rt::block{1}, out, 0u, 99u);
+  REQUIRE(q.try_finish(20s).has_value());
+  CHECK(out[0] == 99u);
+}

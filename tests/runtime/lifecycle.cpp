@@ -301,3 +301,70 @@ TEST_CASE("a default-constructed or moved-from system or queue reports misuse in
   CHECK(sys.how_chosen().find("empty") != std::string::npos);
   CHECK(moved_sys.agents().size() == 1);
 }
+
+// The note's open item: an SDMA ring full on a faulted engine blocked with an infinite timeout
+// (the ring layer waited for room that never comes). A 1 KiB ring: a copy from an unmapped
+// address stops the engine; copies with the default (infinite) timeout must then return the fault.
+TEST_CASE("a faulted SDMA queue with a full ring: try_copy with an infinite timeout returns the fault (bug 3, SDMA)") {
+  auto sys = rt::system::open({.machine = "mi300x"});
+  const auto& gpu = sys.default_agent();
+  auto dst = gpu.alloc<std::uint32_t>(64, rt::memory_kind::host);
+  auto s = gpu.make_queue(rt::sdma, {.ring_bytes = 1024, .drain_timeout = 100ms});
+  const aq::gpu_va unmapped(0x10000);
+  REQUIRE(s.try_copy(dst.va(), unmapped, 256).has_value());
+  auto last = bounded(20s, "SDMA copies into the full ring of a faulted queue", [&] {
+    aq::result<rt::sdma_ticket> r = aq::failure(aq::errc::cancelled);
+    for (int i = 0; i < 200; ++i) {  // far more than a 1 KiB ring holds
+      r = s.try_copy(dst.va(), dst.va() + aq::byte_count(128), 128);
+      if (!r) break;
+    }
+    return r;
+  });
+  REQUIRE_FALSE(last.has_value());
+  INFO(std::string(last.detail()));
+  CHECK(last.error() == aq::errc::device_fault);
+  CHECK(std::string(last.detail()).find("0x10000") != std::string::npos);  // the faulting address
+}
+
+// The same for PM4: the ring and the kernarg slots of a faulted queue never drain.
+TEST_CASE("a faulted PM4 queue: dispatches past its slots return the fault instead of blocking (bug 3, PM4)") {
+  auto sys = rt::system::open({.machine = "rx7900xtx"});
+  const auto& gpu = sys.default_agent();
+  auto exe = aq::emu::load(gpu, test_kernels());
+  const auto vadd = exe.get_untyped_kernel("vadd");
+  auto p = gpu.make_queue(rt::pm4, {.slots = 16, .drain_timeout = 100ms});
+  auto c = gpu.alloc<float>(64, rt::memory_kind::host);
+  const std::uint64_t unmapped = 0x10;
+  REQUIRE(p.try_dispatch(vadd, rt::grid{64}, rt::block{64}, unmapped, unmapped, c, 64u).has_value());
+  auto last = bounded(20s, "PM4 dispatches into a faulted queue", [&] {
+    aq::result<rt::pm4_ticket> r = aq::failure(aq::errc::cancelled);
+    for (int i = 0; i < 100; ++i) {
+      r = p.try_dispatch(vadd, rt::grid{64}, rt::block{64}, c, c, c, 64u);
+      if (!r) break;
+    }
+    return r;
+  });
+  REQUIRE_FALSE(last.has_value());
+  INFO(std::string(last.detail()));
+  CHECK(last.error() == aq::errc::device_fault);
+}
+
+// The note's other open item: peer_mapping held no keep-alive, so one that outlived its buffer
+// and its system unmapped through a freed driver.
+TEST_CASE("a peer mapping that outlives its buffer and its system unmaps safely") {
+  std::optional<rt::peer_mapping> m;
+  {
+    auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = "2*rx7900xtx"});
+    const auto& g0 = sys.agents()[0];
+    const auto& g1 = sys.agents()[1];
+    auto b = g1.alloc<std::uint32_t>(1024, rt::memory_kind::host);
+    auto r = rt::peer_mapping::try_map(b, g0);
+    REQUIRE(r.has_value());
+    m.emplace(std::move(*r));
+    CHECK(m->peers().size() == 1);
+  }  // the buffer and the system value are gone; the mapping keeps what it needs
+  const auto r = m->try_unmap();  // through the system the mapping keeps alive (used to be freed)
+  CHECK(m->peers().empty());
+  (void)r;
+  m.reset();  // the last owner: the system goes now
+}

@@ -121,6 +121,10 @@ class host_kernel_registry {
     std::unique_lock lock(mu_);
     map_.erase(std::string(name));
   }
+  [[nodiscard]] std::size_t size() const {
+    std::shared_lock lock(mu_);
+    return map_.size();
+  }
   // The function, or null. The shared_ptr keeps it alive while a dispatch runs.
   [[nodiscard]] std::shared_ptr<const host_kernel_fn> find(std::string_view name) const {
     std::shared_lock lock(mu_);

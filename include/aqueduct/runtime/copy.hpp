@@ -176,10 +176,11 @@ class peer_mapping {
  public:
   peer_mapping() = default;
   peer_mapping(peer_mapping&& o) noexcept
-      : d_(o.d_), handle_(o.handle_), peers_(std::move(o.peers_)) { o.peers_.clear(); }
+      : keep_(std::move(o.keep_)), d_(o.d_), handle_(o.handle_), peers_(std::move(o.peers_)) { o.peers_.clear(); }
   peer_mapping& operator=(peer_mapping&& o) noexcept {
     if (this != &o) {
       reset();
+      keep_ = std::move(o.keep_);
       d_ = o.d_;
       handle_ = o.handle_;
       peers_ = std::move(o.peers_);
@@ -193,6 +194,7 @@ class peer_mapping {
   [[nodiscard]] static result<peer_mapping> try_map(const kfd::buffer<any_device_file>& bo, std::span<const agent> peers) {
     if (peers.empty()) return failure(errc::invalid_argument, "peer_mapping: no peer named");
     peer_mapping m;
+    m.keep_ = detail::keep_system(peers.front().state());  // the driver stays while mapped
     m.d_ = peers.front().state().sys->ref();
     m.handle_ = bo.handle();
     std::vector<std::uint32_t> ids{bo.gpu_id()};
@@ -234,6 +236,7 @@ class peer_mapping {
   void reset() noexcept { (void)try_unmap(); }
 
  private:
+  detail::keep_alive keep_;  // the system (declared first: released after the unmap)
   kfd::driver_ref<any_device_file> d_{};
   std::uint64_t handle_ = 0;
   std::vector<std::uint32_t> peers_;

@@ -33,6 +33,7 @@
 #include <aqueduct/runtime/kernel_args.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -157,9 +158,20 @@ class host_workgroup {
   }
   // Each load registers its functions under names of their own (issue 13 bug 9): another
   // executable with a kernel of the same name must not redirect this one's.
+  // They are unregistered when the executable goes (or the load fails).
+  std::vector<std::string> names;
   for (std::size_t i = 0; i < hco.kernels.size(); ++i)
-    eco.kernels[i].host_kernel = dev->registry().add_unique(hco.kernels[i].name, hco.kernels[i].fn);
-  return gpu.try_load(eco);
+    names.push_back(eco.kernels[i].host_kernel = dev->registry().add_unique(hco.kernels[i].name, hco.kernels[i].fn));
+  auto unregister = [dev](const std::vector<std::string>& ns) {
+    for (const auto& n : ns) dev->registry().remove(n);
+  };
+  auto exe = gpu.try_load(eco);
+  if (!exe) {
+    unregister(names);
+    return exe;
+  }
+  exe->on_unload(std::shared_ptr<const void>(nullptr, [unregister, names = std::move(names)](const void*) { unregister(names); }));
+  return exe;
 }
 [[nodiscard]] inline runtime::executable load(const runtime::agent& gpu, const host_code_object& hco) {
   return try_load(gpu, hco).value();

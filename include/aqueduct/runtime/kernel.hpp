@@ -185,6 +185,7 @@ class executable {
       exe_ = std::move(o.exe_);
       emulated_ = o.emulated_;
       keep_ = std::move(o.keep_);
+      on_unload_ = std::move(o.on_unload_);
       loaded_ = std::move(o.loaded_);
     }
     return *this;
@@ -214,6 +215,9 @@ class executable {
   }
   [[nodiscard]] untyped_kernel get_untyped_kernel(std::string_view name) const { return try_get_untyped_kernel(name).value(); }
   [[nodiscard]] const loaded_type& loaded() const noexcept { return *exe_; }
+  // `r` is released when the code is unloaded (aqueduct::emu::try_load unregisters the host
+  // functions it registered, so loading and destroying executables does not grow the registry).
+  void on_unload(std::shared_ptr<const void> r) noexcept { on_unload_ = std::move(r); }
 
  private:
   [[nodiscard]] result<const code::loaded_kernel*> try_find(std::string_view name) const {
@@ -230,10 +234,12 @@ class executable {
   }
 
   std::shared_ptr<const void> keep_;  // the system (declared first: released last)
+  std::shared_ptr<const void> on_unload_;
   // Marks the kernels handed out as freed, then frees through the allocator, which goes after it.
   void unload() noexcept {
     if (loaded_) loaded_->store(false, std::memory_order_release);
     exe_.reset();
+    on_unload_.reset();
   }
 
   std::unique_ptr<detail::code_allocator> alloc_;
