@@ -47,6 +47,7 @@ enum class errc : int {
   device_fault = 42,   // a memory fault (faulting address in detail())
   device_hang = 43,    // the device stopped making progress (e.g. CWSR without PRIV on GFX11)
   signal_error = 44,   // a signal was reused or waited on wrongly
+  device_reset = 45,   // the GPU was reset: every queue of the process stopped (make new ones)
   // code objects
   malformed_code_object = 60,  // ELF / note / descriptor inconsistent or truncated
   malformed_bundle = 61,       // offload bundle or CCOB header inconsistent or truncated
@@ -79,6 +80,7 @@ class error_category_impl final : public std::error_category {
       case errc::queue_error: return "queue error";
       case errc::device_fault: return "device memory fault";
       case errc::device_hang: return "device hang";
+      case errc::device_reset: return "device reset";
       case errc::signal_error: return "signal misuse";
       case errc::malformed_code_object: return "malformed code object";
       case errc::malformed_bundle: return "malformed offload bundle";

@@ -18,6 +18,8 @@
 // itself; `registry()` holds the host functions this device's emulated code names;
 // `set_engine_options` sets the engines' knobs for queues created afterwards ($AQUEDUCT_EMU_ADVERSARIAL
 // set and not "0" turns on the AQL processors' adversarial mode at creation).
+// Faults: machine_config::faults, or $AQUEDUCT_EMU_FAULTS (emu/fault_plan.hpp) when set; faults()
+// counts what was injected; reset() is a GPU reset on demand (every queue stops, device_reset).
 // Observers: set_queue_hooks (create / update / destroy with queue_info) — for tests; engines do
 // not depend on them.
 // Not implemented (return -EOPNOTSUPP): SVM, CRIU, dmabuf import/export, SMI events, GWS, CU mask,
@@ -31,6 +33,7 @@
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/emu/detail/device_state.hpp>
 #include <aqueduct/emu/events.hpp>
+#include <aqueduct/emu/fault_plan.hpp>
 #include <aqueduct/emu/gpu_vm.hpp>
 #include <aqueduct/emu/machine_config.hpp>
 #include <aqueduct/emu/queue_engine.hpp>
@@ -50,6 +53,7 @@
 #include <new>
 #include <shared_mutex>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -70,8 +74,23 @@ class device {
   // directory or the placeholder fd cannot be created, errc::invalid_argument for no GPUs.
   [[nodiscard]] static result<device> try_create(machine_config cfg) {
     if (cfg.gpus.empty()) return failure(errc::invalid_argument, "emu::device: the machine has no GPU");
+    if (const char* f = std::getenv(faults_env); f && *f && std::string_view(f) != "0") {
+      AQUEDUCT_TRY(cfg.faults, fault_plan::try_parse(f));
+    }
     auto st = std::make_unique<detail::device_state>();
+    const fault_plan plan = cfg.faults;
     AQUEDUCT_TRY_VOID(st->init(std::move(cfg)));
+    st->faults->set_reset_action([s = st.get()](const std::string& why) {  // a GPU reset: every queue stops
+      std::vector<std::shared_ptr<queue_engine>> es;
+      for (std::shared_lock lock(s->m); auto& [id, q] : s->queues) es.push_back(q.engine);
+      for (auto& e : es)
+        if (e) e->kill(failure(errc::device_reset, "GPU reset (" + why + "): every queue of this process was stopped; "
+                                                   "destroy this queue and make a new one"));
+    });  // (the device_state destructor clears it first)
+    if (plan.preempt.count() != 0) {  // AQL and PM4 queues: CWSR save + restore on a timer
+      st->engine_opt.aql.preemption.interval = plan.preempt;
+      st->engine_opt.pm4.preemption.interval = plan.preempt;
+    }
     if (const char* adv = std::getenv(adversarial_env); adv && *adv && std::string_view(adv) != "0")
       st->engine_opt.aql.adversarial = true;
     device d;
@@ -116,6 +135,18 @@ class device {
     return it == st_->queues.end() ? nullptr : it->second.engine.get();
   }
   [[nodiscard]] host_kernel_registry& registry() noexcept { return st_->registry; }
+  // The fault plan in force and what it injected (emu/fault_plan.hpp).
+  [[nodiscard]] fault_injector& faults() const noexcept { return *st_->faults; }
+  // A GPU reset now: every queue of the process stops with errc::device_reset (counted as injected).
+  void reset(const std::string& why = "requested") {
+    st_->faults->count_reset();
+    st_->faults->reset(why);
+  }
+  // Buffer objects alive (ALLOC_MEMORY_OF_GPU not yet freed): for leak checks.
+  [[nodiscard]] std::size_t buffer_count() const {
+    std::shared_lock lock(st_->m);
+    return st_->vm.objects().size();
+  }
   [[nodiscard]] engine_options get_engine_options() const {
     std::shared_lock lock(st_->m);
     return st_->engine_opt;

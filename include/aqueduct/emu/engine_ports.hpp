@@ -4,7 +4,8 @@
 // Layer: emu. Every engine depends on these two small interfaces and on nothing else of the
 // device, so a test can run an engine over memory of its own (tests/support/emu_ports.hpp) and
 // emu::device runs it over its VM and event table (emu/queue_engine.hpp).
-//   * `vm_access`: is [va, va+len) mapped for this queue's GPU, and where is it in this process.
+//   * `vm_access`: is [va, va+len) mapped for this queue's GPU (and may a kernel's or copy's data
+//     access to it go ahead: the fault plan's hook), and where is it in this process.
 //     The emulator maps GPU VAs at the same host address (identity), the default; a device that
 //     does not can override `host_address`.
 //   * `event_notifier`: raises the interrupt of a KFD event (emu::device::signal_event) and gives
@@ -21,6 +22,10 @@ class vm_access {
  public:
   virtual ~vm_access() = default;
   [[nodiscard]] virtual bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept = 0;
+  // A data access of a kernel or a copy to [va, va+len): is_mapped, unless the device's fault plan
+  // faults (or hangs) it (emu/fault_plan.hpp). Engines call this for the data they move, and
+  // is_mapped for their own structures (rings, signals, descriptors, code).
+  [[nodiscard]] virtual bool data_access_ok(std::uint64_t va, std::uint64_t len) const noexcept { return is_mapped(va, len); }
   [[nodiscard]] virtual void* host_address(std::uint64_t va) const noexcept {
     return reinterpret_cast<void*>(static_cast<std::uintptr_t>(va));
   }

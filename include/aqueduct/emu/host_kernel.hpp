@@ -70,7 +70,7 @@ class workgroup_context {
   template <class T>
   [[nodiscard]] T* ptr(std::uint64_t va, std::size_t count = 1, bool write = false) const {
     const std::uint64_t len = std::uint64_t(sizeof(T)) * count;
-    if (va == 0 || !vm_->is_mapped(va, len)) throw memory_fault{va, len, write};
+    if (va == 0 || !vm_->data_access_ok(va, len)) throw memory_fault{va, len, write};
     return static_cast<T*>(vm_->host_address(va));
   }
   template <class T>

@@ -7,7 +7,8 @@
 //   - KFD ioctl minor version (17 or 18: 96-byte create_queue; 11..16: 88-byte, no engine ids);
 //   - whether sysfs exports cwsr_size / ctl_stack_size (71776e0965f9, in 6.12.y);
 //   - SDMA queues per engine and queue-count limits, to exercise exhaustion paths;
-//   - a fault-injection hook that can fail a queue creation that passed validation.
+//   - a fault-injection hook that can fail a queue creation that passed validation, and the
+//     fault plan (emu/fault_plan.hpp: memory faults, hangs, lost interrupts, errnos, resets ...).
 // `machine_config::parse("mi300x,rx7900xtx")` or `("2*rx7900xtx")` builds a machine by name.
 // Thread safety: values.
 #pragma once
@@ -15,6 +16,7 @@
 #include <aqueduct/abi/kfd_ioctl.hpp>
 #include <aqueduct/arch/cwsr.hpp>
 #include <aqueduct/core/result.hpp>
+#include <aqueduct/emu/fault_plan.hpp>
 #include <aqueduct/emu/presets.hpp>
 
 #include <charconv>
@@ -61,6 +63,7 @@ struct machine_config {
   std::uint32_t max_queues_per_device = 4096;  // module parameter max_num_of_queues_per_device
   std::uint32_t render_minor_base = 128;     // node i's drm_render_minor = base + i - 1
   queue_create_fault_hook queue_create_fault{};
+  fault_plan faults{};  // $AQUEDUCT_EMU_FAULTS, when set, replaces it (emu::device::try_create)
 
   // Builds a machine from "preset[,preset...]" where each item may be "N*preset".
   [[nodiscard]] static result<machine_config> try_parse(std::string_view spec) {

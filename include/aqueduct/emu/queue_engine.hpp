@@ -11,6 +11,11 @@
 // spec/kfd.md §2.6) has a port but no engine until UPDATE_QUEUE activates it. An engine that
 // cannot start (memory not mapped under pre-6.12 leniency, an unknown processor) makes the port
 // report that failure, as a queue the CP refused to map.
+// Fault injection (emu/fault_plan.hpp): the engine's data accesses (kernels, SDMA copies) go
+// through its VM's data_access_ok, which may fault or hang them; the interrupts it raises may be
+// lost, or roll a device reset. kill() stops a queue for a device reset: its port reports the
+// reason, its VM is revoked and any injected hang released, without joining anything (callable
+// from an engine thread).
 // Thread safety: the port members may be called from any thread; stop() once, by the device.
 #pragma once
 
@@ -23,6 +28,7 @@
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/emu/aql_processor.hpp>
 #include <aqueduct/emu/events.hpp>
+#include <aqueduct/emu/fault_plan.hpp>
 #include <aqueduct/emu/gpu_vm.hpp>
 #include <aqueduct/emu/host_kernel.hpp>
 #include <aqueduct/emu/machine_config.hpp>
@@ -32,6 +38,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <future>
@@ -175,8 +182,10 @@ class queue_engine final : public queue_port {
  public:
   // An engine with nothing running yet; `vm` is the queue's GPU VM (owned here: it outlives the
   // engine threads).
-  [[nodiscard]] static std::shared_ptr<queue_engine> create(std::unique_ptr<vm_access> vm) {
+  [[nodiscard]] static std::shared_ptr<queue_engine> create(std::unique_ptr<vm_access> vm,
+                                                            std::shared_ptr<fault_injector> faults = {}) {
     std::shared_ptr<queue_engine> e(new queue_engine());
+    e->faults_ = std::move(faults);
     e->set_vm(std::move(vm));
     return e;
   }
@@ -203,7 +212,21 @@ class queue_engine final : public queue_port {
     if (stopped_) return;
     wake_.store(nullptr, std::memory_order_release);
     if (current_) stop_engines_locked(std::move(current_), opt.stop_timeout);
+    if (killed_.load(std::memory_order_acquire)) return;  // a reset queue stays stopped
+    vm_->hold_hangs();
     launch_locked(q, node, events, registry, opt);
+  }
+
+  // A device reset: the queue stops for good with `why` (see the header comment).
+  void kill(failure why) noexcept {
+    {
+      std::lock_guard lock(kill_mu_);
+      if (!kill_reason_) kill_reason_ = std::move(why);
+    }
+    killed_.store(true, std::memory_order_release);
+    faulted_.store(true, std::memory_order_release);
+    vm_->revoke();
+    vm_->release_hangs();
   }
 
   // True when an engine of this queue could not be stopped in time and was abandoned.
@@ -215,6 +238,10 @@ class queue_engine final : public queue_port {
   }
   [[nodiscard]] bool faulted() const noexcept override { return faulted_.load(std::memory_order_acquire) || engine_faulted(); }
   [[nodiscard]] std::optional<failure> fault() const override {
+    if (killed_.load(std::memory_order_acquire)) {
+      std::lock_guard lock(kill_mu_);
+      return kill_reason_;
+    }
     std::lock_guard lock(mu_);
     if (start_error_) return start_error_;
     if (!current_) return std::nullopt;
@@ -261,6 +288,7 @@ class queue_engine final : public queue_port {
   // Stops and joins the engine's threads (in-flight work finishes; nothing more is fetched),
   // waiting at most `timeout` (then the engine is abandoned: see engine_options::stop_timeout).
   void stop(std::chrono::milliseconds timeout = engine_options{}.stop_timeout) noexcept {
+    vm_->release_hangs();  // an injected hang ends (its access faults) so the threads can be joined
     std::lock_guard lock(mu_);
     stopped_ = true;
     wake_.store(nullptr, std::memory_order_release);
@@ -281,25 +309,78 @@ class queue_engine final : public queue_port {
 
   queue_engine() = default;
 
-  // The queue's VM with a kill switch: once revoked, nothing is mapped (a hung workgroup's next
-  // checked access faults) and the device is no longer touched.
-  class revocable_vm final : public vm_access {
+  // The queue's VM as its engines see it: a kill switch (once revoked nothing is mapped, so a hung
+  // workgroup's next checked access faults, and the device is no longer touched), and the fault
+  // plan on data accesses (a fault, or a hang held until the queue is stopped or killed).
+  class engine_vm final : public vm_access {
    public:
-    explicit revocable_vm(std::unique_ptr<vm_access> inner) noexcept : inner_(std::move(inner)) {}
+    engine_vm(std::unique_ptr<vm_access> inner, fault_injector* faults) noexcept : inner_(std::move(inner)), faults_(faults) {}
     [[nodiscard]] bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
       std::shared_lock lock(mu_);
       return !revoked_ && inner_->is_mapped(va, len);
+    }
+    [[nodiscard]] bool data_access_ok(std::uint64_t va, std::uint64_t len) const noexcept override {
+      if (faults_) {
+        if (faults_->fire(fault_kind::hang)) {
+          std::unique_lock lock(hang_mu_);
+          hang_cv_.wait(lock, [&] { return released_; });
+          return false;  // released: the queue is stopping; the access faults and unwinds the wave
+        }
+        if (faults_->fire(fault_kind::memory)) return false;
+      }
+      return is_mapped(va, len);
     }
     [[nodiscard]] void* host_address(std::uint64_t va) const noexcept override { return inner_->host_address(va); }
     void revoke() noexcept {
       std::unique_lock lock(mu_);
       revoked_ = true;
     }
+    void release_hangs() noexcept {
+      {
+        std::lock_guard lock(hang_mu_);
+        released_ = true;
+      }
+      hang_cv_.notify_all();
+    }
+    void hold_hangs() noexcept {  // an engine restarts (UPDATE_QUEUE): new hangs hold again
+      std::lock_guard lock(hang_mu_);
+      released_ = false;
+    }
 
    private:
     std::unique_ptr<vm_access> inner_;
+    fault_injector* faults_;
     mutable std::shared_mutex mu_;
     bool revoked_ = false;
+    mutable std::mutex hang_mu_;
+    mutable std::condition_variable hang_cv_;
+    bool released_ = false;
+  };
+
+  // The interrupts of this queue's engine: the fault plan may lose one, or reset the device at one.
+  class engine_notifier final : public event_notifier {
+   public:
+    void bind(event_notifier& inner, fault_injector* faults) noexcept {
+      inner_ = &inner;
+      faults_ = faults;
+    }
+    void signal_event(std::uint32_t id) noexcept override {
+      if (faults_) {
+        if (faults_->fire(fault_kind::reset)) {
+          try {
+            faults_->reset("injected by the fault plan at an interrupt");
+          } catch (...) {
+          }
+        } else if (faults_->fire(fault_kind::irq)) {
+          return;  // lost: the completion is in memory, the event is not signalled
+        }
+      }
+      inner_->signal_event(id);
+    }
+
+   private:
+    event_notifier* inner_ = nullptr;
+    fault_injector* faults_ = nullptr;
   };
 
   // Stops `e` on a helper thread and waits up to `timeout`; if its threads do not end, revokes
@@ -333,6 +414,8 @@ class queue_engine final : public queue_port {
     std::lock_guard g(graveyard.mu);
     graveyard.items.push_back(shared);
     graveyard.items.push_back(vm_keep_);
+    graveyard.items.push_back(notifier_);
+    graveyard.items.push_back(faults_);
   }
   void launch_locked(const queue_info& q, const gpu_node& node, event_notifier& events,
                      const host_kernel_registry& registry, const engine_options& opt) {
@@ -342,23 +425,24 @@ class queue_engine final : public queue_port {
     pm4_.store(nullptr, std::memory_order_release);
     sdma_.store(nullptr, std::memory_order_release);
     if (!q.active) return;
+    notifier_->bind(events, faults_.get());
     auto e = std::make_unique<engines>();
     queue_wakeup* w = nullptr;
     result<void> r = [&]() -> result<void> {
       if (q.is_aql()) {
         AQUEDUCT_TRY(auto b, aql_binding_of(q, node));
-        AQUEDUCT_TRY(e->aql, aql_processor::try_create(b, *vm_, events, registry, opt.aql));
+        AQUEDUCT_TRY(e->aql, aql_processor::try_create(b, *vm_, *notifier_, registry, opt.aql));
         w = e->aql.get();
       } else if (q.type == abi::kfd::queue_type_compute) {
         AQUEDUCT_TRY(auto b, pm4_binding_of(q, node));
-        AQUEDUCT_TRY(e->pm4, pm4_processor::try_create(b, *vm_, events, registry, opt.pm4));
+        AQUEDUCT_TRY(e->pm4, pm4_processor::try_create(b, *vm_, *notifier_, registry, opt.pm4));
         w = e->pm4.get();
       } else if (q.is_sdma()) {
         const auto eng = sdma_engine_of(q.gfx_target_version);
         if (!eng)
           return failure(errc::not_supported, "no SDMA packet format known for gfx_target_version " +
                                                   std::to_string(q.gfx_target_version));
-        AQUEDUCT_TRY(e->sdma, sdma_engine::try_create(sdma_binding_of(q, *eng), *vm_, events, opt.sdma));
+        AQUEDUCT_TRY(e->sdma, sdma_engine::try_create(sdma_binding_of(q, *eng), *vm_, *notifier_, opt.sdma));
         w = e->sdma.get();
       }
       return ok();
@@ -383,12 +467,14 @@ class queue_engine final : public queue_port {
   }
 
   void set_vm(std::unique_ptr<vm_access> vm) {
-    vm_keep_ = std::make_shared<revocable_vm>(std::move(vm));
+    vm_keep_ = std::make_shared<engine_vm>(std::move(vm), faults_.get());
     vm_ = vm_keep_.get();
   }
 
-  std::shared_ptr<revocable_vm> vm_keep_;  // declared first: destroyed after every engine thread is joined
-  revocable_vm* vm_ = nullptr;
+  std::shared_ptr<fault_injector> faults_;  // declared first: outlives the VM and notifier that use it
+  std::shared_ptr<engine_vm> vm_keep_;      // destroyed after every engine thread is joined
+  engine_vm* vm_ = nullptr;
+  std::shared_ptr<engine_notifier> notifier_ = std::make_shared<engine_notifier>();  // kept with abandoned engines
   mutable std::mutex mu_;  // current_, retired_, start_error_
   std::unique_ptr<engines> current_;
   std::vector<std::shared_ptr<engines>> retired_;  // stopped (UPDATE_QUEUE, stop), freed with the queue
@@ -400,6 +486,9 @@ class queue_engine final : public queue_port {
   std::atomic<sdma_engine*> sdma_{nullptr};
   std::atomic<bool> faulted_{false};
   std::atomic<bool> abandoned_{false};
+  std::atomic<bool> killed_{false};
+  mutable std::mutex kill_mu_;  // kill_reason_
+  std::optional<failure> kill_reason_;
 };
 
 }  // namespace aqueduct::emu

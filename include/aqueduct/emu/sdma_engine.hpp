@@ -219,7 +219,11 @@ class sdma_engine : public queue_wakeup {
   // mapped prefix) in `bad`.
   bool check(std::uint64_t va, std::uint64_t len, std::uint64_t& bad) const {
     if (len == 0) return true;
-    if (va + len >= va && vm_.is_mapped(va, len)) return true;
+    if (va + len >= va && vm_.data_access_ok(va, len)) return true;
+    if (va + len >= va && vm_.is_mapped(va, len)) {  // an injected fault (emu/fault_plan.hpp): at the start
+      bad = va;
+      return false;
+    }
     std::uint64_t lo = 0, hi = len;  // invariant: prefix lo is mapped, prefix hi is not
     while (hi - lo > 1) {
       const std::uint64_t mid = lo + (hi - lo) / 2;

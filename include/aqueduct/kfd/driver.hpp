@@ -82,14 +82,16 @@ inline std::string describe_errno(int e) {
   return text + " (" + errno_name(e) + ", -" + std::to_string(e) + ")";
 }
 // The errc of a request that returned -e: CREATE_QUEUE's ENOMEM (no free queue slot or SDMA
-// queue), ENOSPC (the per-process queue limit) and EPERM (the per-device queue limit) say the
-// device is out of queues (pqm_create_queue / create_queue_cpsch, spec/kfd.md §2.6), so callers
-// can fall back; everything else is ioctl_failed. The errno itself is kept as data
+// queue), ENOSPC (the per-process queue limit), EPERM (the per-device queue limit) and EBUSY (no
+// free doorbell, allocate_doorbell) say the device is out of queues (pqm_create_queue /
+// create_queue_cpsch, spec/kfd.md §2.6), so callers can fall back; ALLOC_MEMORY_OF_GPU's ENOMEM
+// is out_of_memory; everything else is ioctl_failed. The errno itself is kept as data
 // (failure::os_errno).
 [[nodiscard]] inline errc ioctl_errc(unsigned long request, int e) noexcept {
   const unsigned nr = abi::kfd::ioc_nr(request);
-  if (nr == abi::kfd::ioc_nr(abi::kfd::amdkfd_ioc_create_queue) && (e == ENOMEM || e == ENOSPC || e == EPERM))
+  if (nr == abi::kfd::ioc_nr(abi::kfd::amdkfd_ioc_create_queue) && (e == ENOMEM || e == ENOSPC || e == EPERM || e == EBUSY))
     return errc::out_of_resources;
+  if (nr == abi::kfd::ioc_nr(abi::kfd::amdkfd_ioc_alloc_memory_of_gpu) && e == ENOMEM) return errc::out_of_memory;
   return errc::ioctl_failed;
 }
 // The failure of a request that returned -e.

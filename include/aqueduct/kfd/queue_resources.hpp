@@ -153,6 +153,10 @@ class queue_resources {
         why = "gpu_id " + std::to_string(gpu.gpu_id) + " has as many queues as it allows (all processes); "
               "destroy a queue before creating another";
         break;
+      case EBUSY:
+        why = "no free doorbell for this process on gpu_id " + std::to_string(gpu.gpu_id) +
+              " (allocate_doorbell); destroy a queue before creating another";
+        break;
       case ENOMEM:
         why = "no free hardware queue slot (HQD or SDMA queue) on gpu_id " + std::to_string(gpu.gpu_id) +
               "; destroy a queue of this kind, or use another kind (an SDMA copy can fall back to a shader copy)";

@@ -17,6 +17,7 @@
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/core/units.hpp>
 #include <aqueduct/emu/events.hpp>
+#include <aqueduct/emu/fault_plan.hpp>
 #include <aqueduct/emu/gpu_vm.hpp>
 #include <aqueduct/emu/host_kernel.hpp>
 #include <aqueduct/emu/machine_config.hpp>
@@ -104,11 +105,13 @@ struct device_state {
   host_kernel_registry registry;  // the host functions this device's emulated code names
   engine_options engine_opt;      // for engines started from now on (guarded by `m`)
   event_table_notifier irq{events};  // the interrupts engines raise
+  std::shared_ptr<fault_injector> faults;  // the machine's fault plan (emu/fault_plan.hpp)
 
   device_state() = default;
   device_state(const device_state&) = delete;
   device_state& operator=(const device_state&) = delete;
   ~device_state() {
+    if (faults) faults->set_reset_action({});
     for (auto& [id, q] : queues)
       if (q.engine) q.engine->stop(engine_opt.stop_timeout);
     for (auto& [id, q] : queues)
@@ -125,6 +128,7 @@ struct device_state {
     AQUEDUCT_TRY(sysfs, sysfs_tree::try_create(cfg, gpus));
     kfd_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);  // a real fd number that plays /dev/kfd
     if (kfd_fd < 0) return failure(errc::io_error, "emu::device: cannot open /dev/null for the kfd fd");
+    faults = std::make_shared<fault_injector>(cfg.faults);  // its reset action: emu::device::try_create
     pdds.resize(gpus.size());
     for (std::size_t i = 0; i < gpus.size(); ++i) {
       pdds[i].node = &gpus[i];
@@ -366,6 +370,7 @@ struct device_state {
     if (a.va_addr == 0 || a.va_addr % page_size || !access_ok(a.va_addr, b.mapped_size)) return -EINVAL;
     if (vm.overlaps_any(a.va_addr, b.mapped_size)) return -EINVAL;
     if ((domain & k::alloc_mem_flags_vram) && p->vram_used + b.mapped_size > p->node->props.vram_size) return -ENOMEM;
+    if (faults->fire(fault_kind::alloc)) return -faults->next_errno(fault_kind::alloc);
     if ((domain & (k::alloc_mem_flags_vram | k::alloc_mem_flags_gtt)) && !b.backing) {
       b.backing = host_backing::create(b.mapped_size);
       if (!b.backing) return -ENOMEM;
@@ -521,6 +526,7 @@ struct device_state {
       if (by_eng) type = sdma.engine < n.props.num_sdma_engines ? k::queue_type_sdma : k::queue_type_sdma_xgmi;
     }
     std::uint32_t doorbell_id = static_cast<std::uint32_t>(slot);
+    if (cfg.faults.doorbells != 0 && p->doorbell_used.count() >= cfg.faults.doorbells) return -EBUSY;
     if (p->soc15()) {
       if (is_sdma) {
         doorbell_id = process_device::sdma_doorbell(sdma);
@@ -532,6 +538,7 @@ struct device_state {
     }
     if (cfg.queue_create_fault)
       if (int r = cfg.queue_create_fault(a); r != 0) return r;
+    if (faults->fire(fault_kind::create_queue)) return -faults->next_errno(fault_kind::create_queue);
     // ---- commit
     emu_queue q;
     q.pdd = p;
@@ -584,7 +591,7 @@ struct device_state {
   // (deferred, before the ioctl returns), because checking its memory takes `m` (locked_vm_view) and its
   // threads start at once.
   std::shared_ptr<queue_engine> start_engine(const queue_info& info) {
-    auto e = queue_engine::create(std::make_unique<locked_vm_view>(m, vm, info.gpu_id));
+    auto e = queue_engine::create(std::make_unique<locked_vm_view>(m, vm, info.gpu_id), faults);
     const gpu_node* node = find_gpu(info.gpu_id);
     deferred.push_back([this, e, info, node, opt = engine_opt] { e->launch(info, *node, irq, registry, opt); });
     return e;

@@ -322,7 +322,7 @@ class interpreter final : public runner {
   // ------------------------------------------------------------------ memory
   template <class T>
   T* mem(std::uint64_t va, std::size_t len, bool write) const {
-    if (va == 0 || !vm_->is_mapped(va, len)) throw memory_fault{va, len, write};
+    if (va == 0 || !vm_->data_access_ok(va, len)) throw memory_fault{va, len, write};
     return static_cast<T*>(vm_->host_address(va));
   }
   std::byte* lds_at(const wave& w, std::uint64_t addr, std::size_t len, bool write) const {
