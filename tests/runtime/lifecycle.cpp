@@ -224,6 +224,30 @@ TEST_CASE("a kernel that never ends: destroying its queue is bounded (bug 4)") {
   CHECK_MESSAGE(w2.has_value(), std::string(w2.detail()));
 }
 
+// Bug 4's other half: "destroying its queue (or the system) blocks forever". Here nothing is
+// destroyed by hand: the queue, the kernel's executable and buffer and the system go together at
+// the end of a scope (the system last, as its last owner goes), with the kernel still spinning.
+TEST_CASE("a kernel that never ends: tearing down the whole system is bounded (bug 4, system)") {
+  const auto t0 = std::chrono::steady_clock::now();
+  bounded(30s, "tearing down a system whose queue runs a kernel that never ends", [&] {
+    auto sys = rt::system::open({.machine = "mi300x"});
+    const auto& gpu = sys.default_agent();
+    spinner sp(gpu);
+    auto q = gpu.make_queue(rt::aql, {.slots = 16, .drain_timeout = 100ms});
+    const auto idx = q.dispatch(sp.kernel, rt::grid{1}, rt::block{1}, sp.flag);
+    auto w = q.try_wait(idx, 50ms);
+    CHECK(w.get_failure() == aq::errc::timeout);  // control: it really does not end
+    return 0;
+  });
+  CHECK(std::chrono::steady_clock::now() - t0 < 5s);  // drain_timeout + the bounded engine stop
+  // A new system works afterwards.
+  auto sys = rt::system::open({.machine = "mi300x"});
+  spinner sp(sys.default_agent());
+  sp.flag[0] = 1;
+  auto q = sys.default_agent().make_queue(rt::aql, {.slots = 16});
+  CHECK(q.try_wait(q.dispatch(sp.kernel, rt::grid{1}, rt::block{1}, sp.flag), 10s).has_value());
+}
+
 TEST_CASE("the system destroyed while another thread waits on its queue: the wait completes (bug 5)") {
   auto sys = std::make_unique<rt::system>(rt::system::open({.machine = "mi300x"}));
   const rt::agent gpu = sys->default_agent();  // a copy: keeps working after the system value is gone
