@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The sanitizer and fuzz passes CI runs after `quickstart.sh test` (.ci/run), each step timed:
+#   asan  build the `asan` preset (ASan + UBSan, Debug) and run the default suite under it
+#         (everything but the labels long|fuzz|bench|package, as the preset says);
+#   tsan  build the `tsan` preset and run the concurrent tests (label `concurrent`) with the
+#         adversarial AQL processor (AQUEDUCT_EMU_ADVERSARIAL=1, from the preset);
+#   fuzz  build the libFuzzer targets with clang-19 (build-fuzz/) and run each for
+#         AQUEDUCT_FUZZ_SECONDS (default 20) from its regression inputs (and, for the code parsers,
+#         the code fixtures).
+# Usage: scripts/sanitizers.sh [asan|tsan|fuzz|all] (default all).
+# programs: cmake ctest clang++-19
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+what=${1:-all}
+jobs=${AQUEDUCT_JOBS:-$(nproc)}
+fuzz_seconds=${AQUEDUCT_FUZZ_SECONDS:-20}
+case "$what" in asan | tsan | fuzz | all) ;; *)
+  echo "usage: $0 [asan|tsan|fuzz|all]" >&2
+  exit 2
+  ;;
+esac
+t_all=$SECONDS
+step() { echo; echo "==> sanitizers: $*"; t_step=$SECONDS; }
+done_step() { echo "==> ... $1 in $((SECONDS - t_step)) s"; }
+
+if [[ $what == asan || $what == all ]]; then
+  step "ASan + UBSan: configure and build (cmake --preset asan -> build-asan/, -j $jobs)"
+  cmake --preset asan >/dev/null
+  cmake --build --preset asan -j "$jobs"
+  done_step "built"
+  step "ASan + UBSan: the default suite (ctest --preset asan)"
+  ctest --preset asan -j "$jobs"
+  done_step "passed"
+fi
+
+if [[ $what == tsan || $what == all ]]; then
+  step "TSan: configure and build the concurrent tests (cmake --preset tsan -> build-tsan/)"
+  cmake --preset tsan >/dev/null
+  # Only the executables of the tests labelled `concurrent`.
+  mapfile -t targets < <(ctest --test-dir build-tsan -N -L concurrent | sed -n 's/^ *Test *#[0-9]*: \([a-z0-9_]*\)\.\([a-z0-9_]*\)$/test_\1_\2/p')
+  cmake --build --preset tsan -j "$jobs" --target "${targets[@]}"
+  done_step "built ${#targets[@]} test programs"
+  step "TSan: the concurrent tests, adversarial AQL processor (ctest --preset tsan -L concurrent)"
+  ctest --preset tsan -j "$jobs" -L concurrent
+  done_step "passed"
+fi
+
+if [[ $what == fuzz || $what == all ]]; then
+  step "fuzz: configure and build the libFuzzer targets with clang-19 (build-fuzz/)"
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-19 \
+    -DAQUEDUCT_BUILD_FUZZERS=ON -DAQUEDUCT_BUILD_EXAMPLES=OFF -DAQUEDUCT_BUILD_BENCH=OFF \
+    -DAQUEDUCT_VERIFY_HEADERS=OFF -DAQUEDUCT_FUZZ_SECONDS="$fuzz_seconds" >/dev/null
+  mapfile -t fuzzers < <(ctest --test-dir build-fuzz -N -L fuzz | sed -n 's/^ *Test *#[0-9]*: //p')
+  cmake --build build-fuzz -j "$jobs" --target $(ninja -C build-fuzz -t targets all | sed -n 's/^\(fuzz_[a-z0-9_]*\): phony$/\1/p')
+  done_step "built ${#fuzzers[@]} fuzz targets"
+  step "fuzz: each target for ${fuzz_seconds} s (${fuzzers[*]})"
+  ctest --test-dir build-fuzz -L fuzz --output-on-failure
+  done_step "no crash"
+fi
+echo "==> sanitizers $what: done in $((SECONDS - t_all)) s"
