@@ -286,10 +286,10 @@ TEST_CASE("lost completion interrupts: every wait still completes, bounded by th
     REQUIRE(s.try_wait(c, 5s).has_value());
     worst = std::max<std::chrono::nanoseconds>(worst, std::chrono::steady_clock::now() - t0);
   }
-  // Not every completion raises an interrupt (the runtime may find it done before it blocks), but
-  // at least one per round did, and every one was lost.
+  // Not every completion raises an interrupt (an AQL queue asks for one only when a waiter blocks),
+  // so the count depends on timing; at least one was raised, and every one was lost.
   const auto c = dev->faults().counts();
-  CHECK(c[emu::fault_kind::irq] >= 10);
+  CHECK(c[emu::fault_kind::irq] >= 1);
   CHECK(c.injected[std::size_t(emu::fault_kind::irq)] == c.events[std::size_t(emu::fault_kind::irq)]);
   CHECK(worst < 1s);  // two 20 ms slices at most, with generous room for a loaded machine
   // Each round: c = a + 3 (the kernel), then a = c (the copy); a started as i.
@@ -507,24 +507,39 @@ TEST_CASE("a device reset stops every queue of the process with device_reset; no
   CHECK(threads_back_to(base_threads));
 }
 
+// Which completion raises the third interrupt depends on timing (an AQL queue asks for an interrupt
+// only when a waiter blocks), so the test dispatches until the reset has fired and then checks that
+// every wait before it returned right data and that the queue now reports device_reset.
 TEST_CASE("a reset injected by the plan (rolled at each interrupt): waiters get device_reset, not a hang") {
   auto sys = open_with("reset=#3");  // at the third interrupt
   const auto& gpu = sys.default_agent();
+  auto* dev = emu::device_of(gpu);
   auto exe = aq::emu::load(gpu, test_kernels());
   const auto vadd = get<vadd_kernel>(exe, "vadd");
-  auto q = gpu.make_queue(rt::aql, {.slots = 16, .drain_timeout = 100ms});
+  rt::queue_options o;
+  o.slots = 16;
+  o.drain_timeout = 100ms;
+  o.wait = aq::sync::wait_policy{aq::sync::wait_kind::block, 0ns, 20ms};  // block at once: interrupts asked for
+  auto q = gpu.make_queue(rt::aql, o);
   vadd_job j(gpu, 64, 1.0f);
   int ok = 0;
   aq::result<void> last = aq::ok();
   bounded(60s, "dispatching into a queue that a reset stops", [&] {
-    for (int i = 0; i < 10 && last; ++i) {
+    for (int i = 0; i < 200 && last; ++i) {
+      for (std::uint32_t k = 0; k < j.n; ++k) j.c[k] = -1.0f;
       auto t = q.try_dispatch(vadd, rt::grid{64}, rt::block{64}, j.a, j.b, j.c, 64u);
       last = t ? q.try_wait(*t, 20s) : aq::result<void>(t.get_failure());
-      ok += last.has_value();
+      if (last) {
+        ++ok;
+        CHECK(j.right());  // a success before (or at) the reset has its result
+      }
     }
     return 0;
   });
-  CHECK(ok == 3);  // the third completion raised the interrupt that reset the device
+  CHECK(dev->faults().counts()[emu::fault_kind::reset] == 1);  // control: the plan fired
+  CHECK(ok >= 1);
   REQUIRE_FALSE(last.has_value());
+  INFO(std::string(last.detail()));
   CHECK(last.error() == aq::errc::device_reset);
+  CHECK(has(last.detail(), "injected by the fault plan"));
 }
