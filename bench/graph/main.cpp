@@ -300,6 +300,26 @@ double thread_cpu_ns() {
   return 1e9 * static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec);
 }
 
+// Instantiates `t` in indirect mode, then per benchmark iteration: one launch, its wall time as the
+// manual time and its thread CPU time into the counter launch_cpu_ns; the wait (not timed) is
+// handed to `check(launched and waited without error)`.
+template <class Check>
+void time_indirect_launches(benchmark::State& st, g::task<void> t, Check check) {
+  auto e = g::instantiate(g::capture(std::move(t)), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin(), .trace = false,
+                                                     .mode = g::replay_mode::indirect});
+  double cpu = 0;
+  for (auto _ : st) {
+    const double c0 = thread_cpu_ns();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = e.try_launch();
+    const auto t1 = std::chrono::steady_clock::now();
+    cpu += thread_cpu_ns() - c0;
+    st.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    check(r && e.try_wait(*r));
+  }
+  st.counters["launch_cpu_ns"] = benchmark::Counter(cpu, benchmark::Counter::kAvgIterations);
+}
+
 // ---- indirect mode: host cost of one replay of an N-node PM4 chain (launch only) ---------------
 template <std::uint32_t N>
 void replay_indirect(benchmark::State& st) {
@@ -307,19 +327,7 @@ void replay_indirect(benchmark::State& st) {
   auto prog = [&]() -> g::task<void> {
     for (std::uint32_t i = 0; i < N; ++i) co_await g::on(x.pm4).dispatch(x.nothing_k, rt::grid{1}, rt::block{1});
   };
-  auto e = g::instantiate(g::capture(prog()), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin(), .trace = false,
-                                                .mode = g::replay_mode::indirect});
-  double cpu = 0;
-  for (auto _ : st) {
-    const double c0 = thread_cpu_ns();
-    const auto t0 = std::chrono::steady_clock::now();
-    auto t = e.try_launch();
-    const auto t1 = std::chrono::steady_clock::now();
-    cpu += thread_cpu_ns() - c0;
-    st.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
-    if (t) (void)e.try_wait(*t);
-  }
-  st.counters["launch_cpu_ns"] = benchmark::Counter(cpu, benchmark::Counter::kAvgIterations);
+  time_indirect_launches(st, prog(), [](bool) {});
 }
 void replay_indirect_1(benchmark::State& st) { replay_indirect<1>(st); }
 void replay_indirect_10000(benchmark::State& st) { replay_indirect<10000>(st); }
@@ -333,19 +341,9 @@ void while_host(benchmark::State& st) {
     co_await g::on(x.pm4).dispatch(x.put64_k, rt::grid{1}, rt::block{1}, x.word, K);
     co_await g::while_loop(g::on(x.pm4), x.word, body, {.max_iterations = 10000});
   };
-  auto e = g::instantiate(g::capture(prog()), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin(), .trace = false,
-                                                .mode = g::replay_mode::indirect});
-  double cpu = 0;
-  for (auto _ : st) {
-    const double c0 = thread_cpu_ns();
-    const auto t0 = std::chrono::steady_clock::now();
-    auto t = e.try_launch();
-    const auto t1 = std::chrono::steady_clock::now();
-    cpu += thread_cpu_ns() - c0;
-    st.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
-    if (!t || !e.try_wait(*t) || x.word[0] != 0) st.SkipWithError("the loop did not end with its word at 0");
-  }
-  st.counters["launch_cpu_ns"] = benchmark::Counter(cpu, benchmark::Counter::kAvgIterations);
+  time_indirect_launches(st, prog(), [&](bool ok) {
+    if (!ok || x.word[0] != 0) st.SkipWithError("the loop did not end with its word at 0");
+  });
 }
 void while_host_1(benchmark::State& st) { while_host<1>(st); }
 void while_host_10000(benchmark::State& st) { while_host<10000>(st); }
