@@ -22,6 +22,7 @@
 #include <doctest/doctest.h>
 
 #include "emu_ports.hpp"
+#include "isa_asm.hpp"
 
 #include <atomic>
 #include <bit>
@@ -47,42 +48,8 @@ using u32 = std::uint32_t;
 using u64 = std::uint64_t;
 using i32 = std::int32_t;
 
-// Assembles `text` (instructions separated by newlines, programs ending in s_endpgm) with
-// llvm-mc-19; returns the programs' dwords.
 std::vector<std::vector<u32>> assemble(const char* mcpu, const std::string& text) {
-  char path[] = "/tmp/aq-isa-sem-XXXXXX";
-  const int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  { std::ofstream(path) << text; }
-  const std::string cmd = std::string(AQUEDUCT_TEST_LLVM_MC) + " -triple=amdgcn-amd-amdhsa -mcpu=" + mcpu +
-                          " -mattr=+wavefrontsize64 -show-encoding " + path + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::vector<std::vector<u32>> progs(1);
-  std::string out;
-  char line[1024];
-  std::vector<std::uint8_t> bytes;
-  while (std::fgets(line, sizeof line, p)) {
-    out += line;
-    const char* e = std::strstr(line, "; encoding: [");
-    if (!e) continue;
-    for (const char* c = e + 13; *c && *c != ']';) {
-      bytes.push_back(static_cast<std::uint8_t>(std::strtoul(c, const_cast<char**>(&c), 16)));
-      if (*c == ',') ++c;
-    }
-    if (std::strstr(line, "s_endpgm")) {
-      for (std::size_t i = 0; i + 3 < bytes.size(); i += 4)
-        progs.back().push_back(u32(bytes[i]) | u32(bytes[i + 1]) << 8 | u32(bytes[i + 2]) << 16 | u32(bytes[i + 3]) << 24);
-      bytes.clear();
-      progs.emplace_back();
-    }
-  }
-  pclose(p);
-  std::remove(path);
-  INFO(out);
-  REQUIRE(out.find("error") == std::string::npos);
-  progs.pop_back();
-  return progs;
+  return aq_test::assemble(AQUEDUCT_TEST_LLVM_MC, mcpu, text);
 }
 
 struct lane_in {

@@ -373,6 +373,25 @@ digests run_corpus(const rt::agent& gpu, const std::string& path, bool pm4 = fal
       out_digest["vec2"] = digest(c.data(), 2 * n) ^ digest(d.data(), 4 * n);
     }
     {
+      // Buffer loads/stores through a V# (MUBUF on gfx9/gfx11, VBUFFER on gfx12): `in` has 4n + 4
+      // dwords, the load V# covers 3n + 2 of them (a dword past it reads 0, each of a b128 on its
+      // own), the store V# all of `out` but its last two dwords (left as they were).
+      auto in = gpu.alloc<std::uint32_t>(4 * n + 4, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+      for (std::uint32_t i = 0; i < 4 * n + 4; ++i) in[i] = i * 2654435761u + 17;
+      for (std::uint32_t i = 0; i < n; ++i) out[i] = 0xC0FFEEu;
+      const std::uint32_t limit = (3 * n + 2) * 4;  // bytes
+      run("bufrsrc", rt::grid{n}, rt::block{64}, in, out, n, limit);
+      auto ld = [&](std::uint32_t o) { return o + 4 <= limit ? in[o / 4] : 0u; };
+      int bad = 0;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const std::uint32_t o = i * 4, b = i * 4 + 1 < limit ? (in[i] >> 8) & 0xFFu : 0u;
+        const std::uint32_t want = ld(o) * 3u + ld(o + 4) + ld(o + 8) * 5u + ld(o + 12) * 7u + ld(o + 16) * 11u + b;
+        bad += out[i] != (i < n - 2 ? want : 0xC0FFEEu);
+      }
+      CHECK(bad == 0);
+      out_digest["bufrsrc"] = digest(out.data(), n);
+    }
+    {
       // Calls that are not inlined (s_getpc/s_swappc/s_setpc, a stack frame in scratch).
       auto in = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
       for (std::uint32_t i = 0; i < n; ++i) in[i] = i * 2246822519u + 11, out[i] = 0;

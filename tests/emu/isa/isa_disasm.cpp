@@ -183,6 +183,26 @@ std::string memory_operands(const isa::insn& d) {
     return r + offset_suffix("offset", static_cast<std::uint32_t>(d.imm) | (std::uint32_t(d.off1) << 8));
   }
   const bool atomic = std::string(d.name).find("atomic") != std::string::npos;
+  if (d.e == enc::mubuf || d.e == enc::vbuffer) {  // vdata, vaddr, the V#, soffset
+    v.push_back(vgpr(d.data0, width(atomic || in.dst == kind::none ? in.src[1] : in.dst)));
+    const unsigned na = unsigned(d.mubuf_offen) + unsigned(d.mubuf_idxen);
+    v.push_back(na == 0 ? "off" : vgpr(d.src[0], na));
+    v.push_back(operand(d.src[1], 4, d));
+    v.push_back(operand(d.src[2], 1, d));
+    std::string r = join(v);
+    if (d.mubuf_idxen) r += " idxen";
+    if (d.mubuf_offen) r += " offen";
+    r += offset_suffix("offset", d.imm);
+    if (gfx12) {
+      if (d.th) r += atomic && d.th == 1 ? " th:TH_ATOMIC_RETURN" : " th:" + std::to_string(d.th);
+      if (d.scope) r += " scope:" + std::to_string(d.scope);
+      return r;
+    }
+    if (d.glc) r += " glc";
+    if (d.slc) r += " slc";
+    if (d.dlc) r += " dlc";
+    return r;
+  }
   const bool returns = in.dst != kind::none && (!atomic || d.glc);
   if (returns) v.push_back(vgpr(d.dst, width(in.dst)));
   const bool saddr = d.soff != isa::op_null;
@@ -234,7 +254,7 @@ std::string scalar_operands(const isa::insn& d) {
       }
     case enc::smem:
       if (in.dst == kind::none) return "";
-      return operand(d.dst, width(in.dst), d) + ", " + operand(d.src[0], 2, d) + ", " + hex(static_cast<std::uint32_t>(d.imm)) +
+      return operand(d.dst, width(in.dst), d) + ", " + operand(d.src[0], width(in.src[0]), d) + ", " + hex(static_cast<std::uint32_t>(d.imm)) +
              (d.soff != isa::op_null ? "" : "");
     default: return "*";
   }
@@ -251,7 +271,9 @@ std::string print(const isa::insn& d) {
   switch (d.e) {
     case enc::vop1: case enc::vop2: case enc::vopc: case enc::vop3: ops = valu_operands(d); break;
     case enc::vop3p: ops = vop3p_operands(d); break;
-    case enc::ds: case enc::flat: case enc::global: case enc::scratch: ops = memory_operands(d); break;
+    case enc::ds: case enc::flat: case enc::global: case enc::scratch: case enc::mubuf: case enc::vbuffer:
+      ops = d.o == op::buffer_gl0_inv || d.o == op::buffer_gl1_inv ? "" : memory_operands(d);
+      break;
     default: ops = scalar_operands(d); break;
   }
   return std::string("ok ") + d.name + (ops.empty() ? "" : " " + ops);

@@ -77,11 +77,18 @@ def gfx11_encodings():
         ("flat", 128, lambda op: flat(0, op)),
         ("global", 128, lambda op: flat(2, op)),
         ("scratch", 128, lambda op: flat(1, op)),
+        # offen for even opcodes, idxen for odd ones: each bit is seen alone
+        ("mubuf", 256, lambda op: [[(0x38 << 26) | (op << 18) | 16, 2 | (4 << 8) | (2 << 16) | (1 << (22 + op % 2)) | (3 << 24)],
+                                   [(0x38 << 26) | (op << 18) | 16, (4 << 8) | (2 << 16) | (3 << 24)],
+                                   [(0x38 << 26) | (op << 18), 0]]),
     ]
 
 def gfx12_encodings():
     """gfx11's encodings with gfx12's SMEM and VFLAT/VGLOBAL/VSCRATCH layouts."""
-    keep = [e for e in gfx11_encodings() if e[0] not in ("smem", "flat", "global", "scratch")]
+    keep = [e for e in gfx11_encodings() if e[0] not in ("smem", "flat", "global", "scratch", "mubuf")]
+    def vbuffer(op):
+        return [[(0x31 << 26) | (op << 14) | 3, 4 | (8 << 9) | (fmt << 23) | mode, 2 | (16 << 8)]
+                for mode in ((1 << (30 + op % 2)), 0) for fmt in (1, 0)]  # offen (even opcodes) / idxen (odd)
     def vmem(seg, op):
         out = []
         for f in (4 << 23, 0):          # data (vsrc) or none
@@ -97,6 +104,7 @@ def gfx12_encodings():
         ("flat", 256, lambda op: vmem(0, op)),
         ("global", 256, lambda op: vmem(2, op)),
         ("scratch", 256, lambda op: vmem(1, op)),
+        ("vbuffer", 256, vbuffer),
     ]
 
 # LLVM's gfx12 spelling → the ops.hpp name of the same operation.
@@ -173,7 +181,7 @@ def map_name(name, ops, aliases):
     name = aliases.get(name, name)
     if name in ops:
         return name, 0
-    m = re.fullmatch(r"(flat|scratch)_(\w+)", name)  # one op for the three segments
+    m = re.fullmatch(r"(flat|scratch|buffer)_(\w+)", name)  # one op for the segments and buffers
     if m and "global_" + m.group(2) in ops:
         return "global_" + m.group(2), 0
     m = re.fullmatch(r"s_cmpk?_(eq|lg|gt|ge|lt|le)_(i32|u32|u64)", name)
@@ -321,7 +329,7 @@ stale). For each encoding the interpreter decodes: how many of the opcodes llvm-
 disassembles for the target are implemented, and the ones that are not (such an instruction
 ends the dispatch with a queue error naming it). VOP3 counts only VOP3-only opcodes; the VOP3
 forms of VOP1/VOP2/VOPC opcodes follow their 32-bit entries. Encodings not decoded at all
-(MUBUF, MTBUF, MIMG, EXP, VINTERP, LDSDIR; DPP and SDWA forms) fault as illegal/unsupported.
+(MTBUF, MIMG, EXP, VINTERP, LDSDIR; DPP and SDWA forms) fault as illegal/unsupported.
 """
 
 def coverage_section(target, rows):

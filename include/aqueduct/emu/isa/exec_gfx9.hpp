@@ -1,5 +1,5 @@
-// aqueduct/emu/isa/exec_gfx9.hpp — what only gfx9/CDNA has: SDWA operand selection and MUBUF
-// (buffer) memory.
+// aqueduct/emu/isa/exec_gfx9.hpp — what only gfx9/CDNA has: SDWA operand selection, gfx9 DPP and
+// packed f32.
 //
 // Layer: emu. Definitions of interpreter members (emu/isa/interpreter.hpp).
 // SDWA (Vega / CDNA ISA guides, "SDWA"): each source is a byte, word or dword of its operand
@@ -9,17 +9,7 @@
 // field and zero below it (UNUSED_SEXT), or kept (UNUSED_PRESERVE). The operation runs on
 // three spare VGPR columns the interpreter keeps past the descriptor's VGPRs, so every
 // operation of exec_vector.hpp has its SDWA form for free.
-// MUBUF: the address comes from a buffer resource (V#, 4 SGPRs): base [47:0], stride [61:48],
-// swizzle enable [63], num_records [95:64], index stride [118:117] (8 << n lanes), add_tid
-// [119]; index = vaddr (idxen) + lane (add_tid), offset = vaddr (offen) + soffset + inst
-// offset. Swizzled (the scratch V# ROCr writes into amd_queue: swizzle, add_tid, index
-// stride 64), dword elements are interleaved by lane:
-//   base + soffset + ((index / stride_n) * stride + (offset / 4) * 4) * stride_n
-//        + (index % stride_n) * 4 + offset % 4
-// — the same private-memory layout as architected flat scratch (emu/isa/exec_memory.hpp).
-// Unswizzled: base + soffset + offset + index * stride. A linear buffer's offset at or past
-// num_records reads 0 and drops writes, as on hardware; every address is checked against the
-// VM (a bad one faults with the address).
+// MUBUF (gfx9's scratch V# included) runs in emu/isa/exec_buffer.hpp, shared with gfx11/gfx12.
 // Packed f32 (gfx90a/gfx942 VOP3P on register pairs): result dword 0 takes source i's dword
 // op_sel[i], dword 1 its dword op_sel_hi[i]; neg_lo/neg_hi negate the inputs of dword 0/1;
 // clamp clamps both to [0, 1]. v_pk_mov_b32: dword 0 = src0's dword op_sel[0], dword 1 =
@@ -176,65 +166,6 @@ inline void interpreter::exec_dpp(wave& w, const insn& d) {
     throw;
   }
   w.set_mask(op_exec_lo, ex);
-}
-
-inline void interpreter::exec_mubuf(wave& w, const insn& d) {
-  using namespace detail;
-  const std::uint64_t ex = w.exec();
-  const unsigned r = d.src[1];
-  if (r + 3 >= 106) unsupported(w, d, "buffer resource outside the SGPRs");
-  const std::uint32_t v0 = w.s[r], v1 = w.s[r + 1], v2 = w.s[r + 2], v3 = w.s[r + 3];
-  if ((v0 | v1 | v2 | v3) == 0) {
-    // A null resource reads 0 and drops writes on hardware; here it is almost certainly a
-    // missing private segment buffer (a queue without scratch memory): say so.
-    char b[200];
-    std::snprintf(b, sizeof b, "%s through a null buffer resource s[%u:%u] at pc 0x%llx (for scratch: the queue's "
-                  "private segment buffer is not set up)", d.name, r, r + 3, static_cast<unsigned long long>(w.pc));
-    throw isa_fault{w.pc, b};
-  }
-  const std::uint64_t base = std::uint64_t(v1 & 0xFFFFu) << 32 | v0;
-  const std::uint32_t stride = (v1 >> 16) & 0x3FFFu, num_records = v2;
-  const bool swizzle = (v1 >> 31) & 1, add_tid = (v3 >> 23) & 1;
-  const std::uint32_t index_stride = 8u << ((v3 >> 21) & 3);
-  const std::uint32_t soffset = sget(w, d, d.src[2]);
-  const unsigned bytes = vmem_bytes(d.o);
-  if (bytes == 0) unsupported(w, d);
-  const bool store = vmem_is_store(d.o);
-  const std::uint32_t* A = (d.mubuf_offen || d.mubuf_idxen) ? vcol(w, d.src[0], d.mubuf_offen && d.mubuf_idxen ? 2 : 1) : nullptr;
-  const unsigned n = (bytes + 3) / 4;
-  std::uint32_t* D = vcol(w, store ? d.data0 : d.data0, n);  // MUBUF vdata: loaded into / stored from
-  each_lane(ex, [&](unsigned l) {
-    const std::uint32_t index = (d.mubuf_idxen ? A[l] : 0u) + (add_tid ? l : 0u);
-    const std::uint32_t offset = (d.mubuf_offen ? A[(d.mubuf_idxen ? 64u : 0u) + l] : 0u) + static_cast<std::uint32_t>(d.imm);
-    // One element (dword) at a time: swizzling interleaves dwords by lane.
-    std::uint32_t buf[4] = {};
-    if (store)
-      for (unsigned i = 0; i < n; ++i) buf[i] = D[i * 64 + l];
-    auto* bytes_of = reinterpret_cast<std::byte*>(buf);
-    for (unsigned i = 0; i < bytes;) {
-      const std::uint32_t o = offset + i;
-      const unsigned len = std::min(bytes - i, 4u - o % 4);
-      std::uint64_t va;
-      bool in_range = true;
-      if (swizzle) {
-        va = base + soffset + (std::uint64_t(index / index_stride) * stride + (o / 4) * 4ull) * index_stride +
-             (index % index_stride) * 4ull + o % 4;
-      } else {
-        va = base + soffset + o + std::uint64_t(index) * stride;
-        in_range = stride != 0 ? index < num_records : o < num_records;
-      }
-      if (in_range) {
-        std::byte* m = mem<std::byte>(va & 0xFFFFFFFFFFFFull, len, store);
-        store ? std::memcpy(m, bytes_of + i, len) : std::memcpy(bytes_of + i, m, len);
-      }
-      i += len;
-    }
-    if (!store) {
-      if (d.o == op::global_load_i8) buf[0] = static_cast<std::uint32_t>(std::int32_t(std::int8_t(buf[0])));
-      if (d.o == op::global_load_i16) buf[0] = static_cast<std::uint32_t>(std::int32_t(std::int16_t(buf[0])));
-      for (unsigned i = 0; i < n; ++i) D[i * 64 + l] = buf[i];
-    }
-  });
 }
 
 inline void interpreter::exec_pk_f32(wave& w, const insn& d) {

@@ -119,71 +119,82 @@ inline void interpreter::exec_flat(wave& w, const insn& d) {
   }
   // Atomics: global memory only (LDS/private through FLAT atomics are not modelled).
   const op_info& in = info(d.o);
-  const bool wide = dwords_of(in.dst) == 2;
   if (in.dst == kind::none || d.o < op::global_atomic_swap_b32) unsupported(w, d);
-  const std::uint32_t* S = vcol(w, d.data0, dwords_of(in.src[1]));
+  const unsigned ndata = dwords_of(in.src[1]);
+  const std::uint32_t* S = vcol(w, d.data0, ndata);
   std::uint32_t* D = d.glc ? vcol(w, d.dst, dwords_of(in.dst)) : nullptr;
   detail::each_lane(ex, [&](unsigned l) {
     const target_addr t = lane_addr(l);
     if (t.kind != where::global) unsupported(w, d, "FLAT atomic on LDS or private memory not modelled");
-    auto v = [&](unsigned i) { return S[i * 64 + l]; };
-    std::uint64_t old = 0;
-    if (!wide) {
-      std::atomic_ref<std::uint32_t> ref(*mem<std::uint32_t>(t.a, 4, true));
-      const std::uint32_t x = v(0);
-      auto rmw = [&](auto f) {
-        std::uint32_t cur = ref.load();
-        while (!ref.compare_exchange_weak(cur, f(cur))) {}
-        return cur;
-      };
-      switch (d.o) {
-        case op::global_atomic_swap_b32: old = ref.exchange(x); break;
-        case op::global_atomic_cmpswap_b32: { std::uint32_t cmp = v(1); ref.compare_exchange_strong(cmp, x); old = cmp; break; }
-        case op::global_atomic_add_u32: old = ref.fetch_add(x); break;
-        case op::global_atomic_sub_u32: old = ref.fetch_sub(x); break;
-        case op::global_atomic_and_b32: old = ref.fetch_and(x); break;
-        case op::global_atomic_or_b32: old = ref.fetch_or(x); break;
-        case op::global_atomic_xor_b32: old = ref.fetch_xor(x); break;
-        case op::global_atomic_min_i32: old = rmw([&](std::uint32_t c) { return std::int32_t(x) < std::int32_t(c) ? x : c; }); break;
-        case op::global_atomic_max_i32: old = rmw([&](std::uint32_t c) { return std::int32_t(x) > std::int32_t(c) ? x : c; }); break;
-        case op::global_atomic_min_u32: old = rmw([&](std::uint32_t c) { return std::min(x, c); }); break;
-        case op::global_atomic_max_u32: old = rmw([&](std::uint32_t c) { return std::max(x, c); }); break;
-        case op::global_atomic_inc_u32: old = rmw([&](std::uint32_t c) { return c >= x ? 0u : c + 1; }); break;
-        case op::global_atomic_dec_u32: old = rmw([&](std::uint32_t c) { return (c == 0 || c > x) ? x : c - 1; }); break;
-        case op::global_atomic_add_f32:
-          old = rmw([&](std::uint32_t c) { return std::bit_cast<std::uint32_t>(std::bit_cast<float>(c) + std::bit_cast<float>(x)); });
-          break;
-        default: unsupported(w, d);
-      }
-    } else {
-      if (t.a % 8 != 0) throw memory_fault{t.a, 8, true};
-      std::atomic_ref<std::uint64_t> ref(*mem<std::uint64_t>(t.a, 8, true));
-      const std::uint64_t x = std::uint64_t(v(1)) << 32 | v(0);
-      auto rmw = [&](auto f) {
-        std::uint64_t cur = ref.load();
-        while (!ref.compare_exchange_weak(cur, f(cur))) {}
-        return cur;
-      };
-      switch (d.o) {
-        case op::global_atomic_swap_b64: old = ref.exchange(x); break;
-        case op::global_atomic_cmpswap_b64: { std::uint64_t cmp = std::uint64_t(v(3)) << 32 | v(2); ref.compare_exchange_strong(cmp, x); old = cmp; break; }
-        case op::global_atomic_add_u64: old = ref.fetch_add(x); break;
-        case op::global_atomic_sub_u64: old = ref.fetch_sub(x); break;
-        case op::global_atomic_and_b64: old = ref.fetch_and(x); break;
-        case op::global_atomic_or_b64: old = ref.fetch_or(x); break;
-        case op::global_atomic_xor_b64: old = ref.fetch_xor(x); break;
-        case op::global_atomic_min_i64: old = rmw([&](std::uint64_t c) { return std::int64_t(x) < std::int64_t(c) ? x : c; }); break;
-        case op::global_atomic_max_i64: old = rmw([&](std::uint64_t c) { return std::int64_t(x) > std::int64_t(c) ? x : c; }); break;
-        case op::global_atomic_min_u64: old = rmw([&](std::uint64_t c) { return std::min(x, c); }); break;
-        case op::global_atomic_max_u64: old = rmw([&](std::uint64_t c) { return std::max(x, c); }); break;
-        default: unsupported(w, d);
-      }
-    }
+    std::uint32_t data[4];
+    for (unsigned i = 0; i < ndata; ++i) data[i] = S[i * 64 + l];
+    const std::uint64_t old = atomic_at(w, d, t.a, data);
     if (D) {
       D[l] = static_cast<std::uint32_t>(old);
-      if (wide) D[64 + l] = static_cast<std::uint32_t>(old >> 32);
+      if (dwords_of(in.dst) == 2) D[64 + l] = static_cast<std::uint32_t>(old >> 32);
     }
   });
+}
+
+// One lane's atomic read-modify-write of global memory at `va` (FLAT/GLOBAL and buffer atomics):
+// `v` holds the data dwords (cmpswap: the new value, then the compare value). Returns the old
+// value. A misaligned address faults (the hardware requires natural alignment).
+inline std::uint64_t interpreter::atomic_at(const wave& w, const insn& d, std::uint64_t va, const std::uint32_t* v) {
+  const bool wide = dwords_of(info(d.o).dst) == 2;
+  std::uint64_t old = 0;
+  if (!wide) {
+    if (va % 4 != 0) throw memory_fault{va, 4, true};
+    std::atomic_ref<std::uint32_t> ref(*mem<std::uint32_t>(va, 4, true));
+    const std::uint32_t x = v[0];
+    auto rmw = [&](auto f) {
+      std::uint32_t cur = ref.load();
+      while (!ref.compare_exchange_weak(cur, f(cur))) {}
+      return cur;
+    };
+    switch (d.o) {
+      case op::global_atomic_swap_b32: old = ref.exchange(x); break;
+      case op::global_atomic_cmpswap_b32: { std::uint32_t cmp = v[1]; ref.compare_exchange_strong(cmp, x); old = cmp; break; }
+      case op::global_atomic_add_u32: old = ref.fetch_add(x); break;
+      case op::global_atomic_sub_u32: old = ref.fetch_sub(x); break;
+      case op::global_atomic_and_b32: old = ref.fetch_and(x); break;
+      case op::global_atomic_or_b32: old = ref.fetch_or(x); break;
+      case op::global_atomic_xor_b32: old = ref.fetch_xor(x); break;
+      case op::global_atomic_min_i32: old = rmw([&](std::uint32_t c) { return std::int32_t(x) < std::int32_t(c) ? x : c; }); break;
+      case op::global_atomic_max_i32: old = rmw([&](std::uint32_t c) { return std::int32_t(x) > std::int32_t(c) ? x : c; }); break;
+      case op::global_atomic_min_u32: old = rmw([&](std::uint32_t c) { return std::min(x, c); }); break;
+      case op::global_atomic_max_u32: old = rmw([&](std::uint32_t c) { return std::max(x, c); }); break;
+      case op::global_atomic_inc_u32: old = rmw([&](std::uint32_t c) { return c >= x ? 0u : c + 1; }); break;
+      case op::global_atomic_dec_u32: old = rmw([&](std::uint32_t c) { return (c == 0 || c > x) ? x : c - 1; }); break;
+      case op::global_atomic_add_f32:
+        old = rmw([&](std::uint32_t c) { return std::bit_cast<std::uint32_t>(std::bit_cast<float>(c) + std::bit_cast<float>(x)); });
+        break;
+      default: unsupported(w, d);
+    }
+    return old;
+  }
+  if (va % 8 != 0) throw memory_fault{va, 8, true};
+  std::atomic_ref<std::uint64_t> ref(*mem<std::uint64_t>(va, 8, true));
+  const std::uint64_t x = std::uint64_t(v[1]) << 32 | v[0];
+  auto rmw = [&](auto f) {
+    std::uint64_t cur = ref.load();
+    while (!ref.compare_exchange_weak(cur, f(cur))) {}
+    return cur;
+  };
+  switch (d.o) {
+    case op::global_atomic_swap_b64: old = ref.exchange(x); break;
+    case op::global_atomic_cmpswap_b64: { std::uint64_t cmp = std::uint64_t(v[3]) << 32 | v[2]; ref.compare_exchange_strong(cmp, x); old = cmp; break; }
+    case op::global_atomic_add_u64: old = ref.fetch_add(x); break;
+    case op::global_atomic_sub_u64: old = ref.fetch_sub(x); break;
+    case op::global_atomic_and_b64: old = ref.fetch_and(x); break;
+    case op::global_atomic_or_b64: old = ref.fetch_or(x); break;
+    case op::global_atomic_xor_b64: old = ref.fetch_xor(x); break;
+    case op::global_atomic_min_i64: old = rmw([&](std::uint64_t c) { return std::int64_t(x) < std::int64_t(c) ? x : c; }); break;
+    case op::global_atomic_max_i64: old = rmw([&](std::uint64_t c) { return std::int64_t(x) > std::int64_t(c) ? x : c; }); break;
+    case op::global_atomic_min_u64: old = rmw([&](std::uint64_t c) { return std::min(x, c); }); break;
+    case op::global_atomic_max_u64: old = rmw([&](std::uint64_t c) { return std::max(x, c); }); break;
+    default: unsupported(w, d);
+  }
+  return old;
 }
 
 inline void interpreter::exec_ds(wave& w, const insn& d) {

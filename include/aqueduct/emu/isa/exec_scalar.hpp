@@ -39,7 +39,8 @@ inline std::int64_t interpreter::run_wave(wave& w, std::int64_t max_steps) {
       case enc::ds: exec_ds(w, d); break;
       case enc::sdwa: exec_sdwa(w, d); break;
       case enc::dpp: exec_dpp(w, d); break;
-      case enc::mubuf: exec_mubuf(w, d); break;
+      case enc::mubuf:
+      case enc::vbuffer: exec_mubuf(w, d); break;
       default: unsupported(w, d, "illegal or unsupported encoding");
     }
     if (!jumped) w.pc += 4ull * d.words;
@@ -325,6 +326,11 @@ inline void interpreter::exec_smem(wave& w, const insn& d) {
     case op::s_load_i16: sub = 2, sext = true; break;
     case op::s_load_u16: sub = 2; break;
     case op::s_dcache_inv: case op::s_gl1_inv: return;  // caches are not modelled
+    case op::s_buffer_load_b32: case op::s_buffer_load_b64: case op::s_buffer_load_b96: case op::s_buffer_load_b128:
+    case op::s_buffer_load_b256: case op::s_buffer_load_b512: case op::s_buffer_load_i8: case op::s_buffer_load_u8:
+    case op::s_buffer_load_i16: case op::s_buffer_load_u16:
+      exec_s_buffer_load(w, d);  // emu/isa/exec_buffer.hpp
+      return;
     default: unsupported(w, d);
   }
   const std::uint64_t base = (std::uint64_t(w.s[d.src[0] + 1]) << 32 | w.s[d.src[0]]) & 0xFFFFFFFFFFFFull;

@@ -5,10 +5,12 @@
 // opcodes come from emu/isa/gfx11_opcodes.hpp (generated from llvm-mc-19 by
 // scripts/isa-opcodes.py). tests/emu/isa/oracle.py checks, for every opcode of every decoded
 // encoding, that this decoder's mnemonic and operands equal `llvm-mc-19 --disassemble
-// -mcpu=gfx1100`'s. Encodings not decoded (MUBUF, MTBUF, MIMG, EXP, VINTERP, LDSDIR, DPP, SDWA
+// -mcpu=gfx1100`'s. Encodings not decoded (MTBUF, MIMG, EXP, VINTERP, LDSDIR, DPP, SDWA
 // forms) come out as `enc::invalid` and fault as unsupported.
-// Memory encodings (DS, FLAT/GLOBAL/SCRATCH) keep VGPR numbers without the 256 offset in
-// src[0] (address), data0/data1 and dst.
+// Memory encodings (DS, FLAT/GLOBAL/SCRATCH, MUBUF/VBUFFER) keep VGPR numbers without the 256
+// offset in src[0] (address), data0/data1 and dst. MUBUF (gfx11) and VBUFFER (gfx12) fill the
+// fields gfx9's MUBUF uses: src[0] vaddr, data0 vdata, src[1] the V#'s first SGPR, src[2]
+// soffset, imm the instruction offset, mubuf_offen/mubuf_idxen.
 // Thread safety: pure functions.
 #pragma once
 
@@ -154,6 +156,28 @@ template <class Table>
     d.src[0] = y & 0xFF, d.data0 = (y >> 8) & 0xFF, d.soff = (y >> 16) & 0x7F, d.sve = (y >> 23) & 1;
     d.dst = (y >> 24) & 0xFF;
     d.words = 2;
+  } else if ((x >> 26) == 0x38 && !gfx12) {  // MUBUF (gfx11)
+    set(enc::mubuf, (x >> 18) & 0xFF, T.find(enc::mubuf, (x >> 18) & 0xFF));
+    d.imm = static_cast<std::int32_t>(x & 0xFFF);
+    d.slc = (x >> 12) & 1, d.dlc = (x >> 13) & 1, d.glc = (x >> 14) & 1;
+    d.src[0] = y & 0xFF, d.data0 = (y >> 8) & 0xFF;
+    d.src[1] = static_cast<std::uint16_t>(((y >> 16) & 0x1F) << 2);
+    d.mubuf_offen = (y >> 22) & 1, d.mubuf_idxen = (y >> 23) & 1;
+    d.src[2] = (y >> 24) & 0xFF;
+    if ((y >> 21) & 1) d.o = op::none;  // tfe (a status dword after the data): not modelled
+    d.words = 2;
+  } else if ((x >> 26) == 0x31 && gfx12) {  // VBUFFER (gfx12, 96 bits)
+    const std::uint32_t z = avail > 2 ? w[2] : 0;
+    set(enc::vbuffer, (x >> 14) & 0xFF, T.find(enc::vbuffer, (x >> 14) & 0xFF));
+    d.src[2] = x & 0x7F;
+    d.data0 = y & 0xFF, d.src[1] = (y >> 9) & 0x7F;
+    d.scope = (y >> 18) & 3, d.th = (y >> 20) & 7;
+    d.glc = ((y >> 20) & 1) != 0 && std::string_view(d.name).find("atomic") != std::string_view::npos;  // TH_ATOMIC_RETURN
+    d.mubuf_offen = (y >> 30) & 1, d.mubuf_idxen = (y >> 31) & 1;
+    d.src[0] = z & 0xFF;
+    d.imm = static_cast<std::int32_t>(z >> 8);  // 24-bit unsigned
+    if ((x >> 22) & 1) d.o = op::none;  // tfe: not modelled
+    d.words = 3;
   } else if ((x >> 26) == 0x36) {  // DS
     set(enc::ds, (x >> 18) & 0xFF, T.find(enc::ds, (x >> 18) & 0xFF));
     d.imm = x & 0xFF, d.off1 = (x >> 8) & 0xFF;
@@ -173,6 +197,9 @@ template <class Table>
     d.src[1] = static_cast<std::uint16_t>(op_vgpr0 + ((x >> 9) & 0xFF)), d.src[0] = x & 0x1FF;
     detail::take_literal(d, w, avail, 1, d.o == op::v_fmamk_f32 || d.o == op::v_fmaak_f32 || d.o == op::v_fmamk_f16 || d.o == op::v_fmaak_f16);
   }
+  // s_buffer_load_*: the V# is an aligned SGPR quad; the low bit of SBASE is ignored (LLVM's
+  // disassembler reads sbase 1 as s[0:3]).
+  if (d.e == enc::smem && d.o >= op::s_buffer_load_b32 && d.o <= op::s_buffer_load_u16) d.src[0] &= ~3u;
   const bool valu = d.e == enc::vop1 || d.e == enc::vop2 || d.e == enc::vopc || d.e == enc::vop3 || d.e == enc::vop3p;
   if (valu && (d.src[0] == 0xFA || d.src[0] == 0xE9 || d.src[0] == 0xEA))
     d.o = op::none;  // DPP / DPP8 source markers: the DPP forms are not decoded

@@ -14,7 +14,7 @@
 
 namespace aqueduct::emu::isa {
 
-inline constexpr std::array<opcode_entry, 979> gfx11_opcode_list{{
+inline constexpr std::array<opcode_entry, 1058> gfx11_opcode_list{{
     {enc::sop1, 0, op::s_mov_b32, 0, "s_mov_b32"}, {enc::sop1, 1, op::s_mov_b64, 0, "s_mov_b64"}, {enc::sop1, 2, op::s_cmov_b32, 0, "s_cmov_b32"},
     {enc::sop1, 3, op::s_cmov_b64, 0, "s_cmov_b64"}, {enc::sop1, 4, op::s_brev_b32, 0, "s_brev_b32"}, {enc::sop1, 5, op::s_brev_b64, 0, "s_brev_b64"},
     {enc::sop1, 8, op::s_ctz_i32_b32, 0, "s_ctz_i32_b32"}, {enc::sop1, 9, op::s_ctz_i32_b64, 0, "s_ctz_i32_b64"}, {enc::sop1, 10, op::s_clz_i32_u32, 0, "s_clz_i32_u32"},
@@ -83,8 +83,8 @@ inline constexpr std::array<opcode_entry, 979> gfx11_opcode_list{{
     {enc::sopp, 57, op::none, 0, "s_decperflevel"}, {enc::sopp, 58, op::none, 0, "s_ttracedata"}, {enc::sopp, 59, op::none, 0, "s_ttracedata_imm"},
     {enc::sopp, 60, op::s_icache_inv, 0, "s_icache_inv"}, {enc::sopp, 61, op::s_barrier, 0, "s_barrier"}, {enc::smem, 0, op::s_load_b32, 0, "s_load_b32"},
     {enc::smem, 1, op::s_load_b64, 0, "s_load_b64"}, {enc::smem, 2, op::s_load_b128, 0, "s_load_b128"}, {enc::smem, 3, op::s_load_b256, 0, "s_load_b256"},
-    {enc::smem, 4, op::s_load_b512, 0, "s_load_b512"}, {enc::smem, 8, op::none, 0, "s_buffer_load_b32"}, {enc::smem, 9, op::none, 0, "s_buffer_load_b64"},
-    {enc::smem, 10, op::none, 0, "s_buffer_load_b128"}, {enc::smem, 11, op::none, 0, "s_buffer_load_b256"}, {enc::smem, 12, op::none, 0, "s_buffer_load_b512"},
+    {enc::smem, 4, op::s_load_b512, 0, "s_load_b512"}, {enc::smem, 8, op::s_buffer_load_b32, 0, "s_buffer_load_b32"}, {enc::smem, 9, op::s_buffer_load_b64, 0, "s_buffer_load_b64"},
+    {enc::smem, 10, op::s_buffer_load_b128, 0, "s_buffer_load_b128"}, {enc::smem, 11, op::s_buffer_load_b256, 0, "s_buffer_load_b256"}, {enc::smem, 12, op::s_buffer_load_b512, 0, "s_buffer_load_b512"},
     {enc::smem, 32, op::s_gl1_inv, 0, "s_gl1_inv"}, {enc::smem, 33, op::s_dcache_inv, 0, "s_dcache_inv"}, {enc::smem, 34, op::none, 0, "s_atc_probe"},
     {enc::smem, 35, op::none, 0, "s_atc_probe_buffer"}, {enc::vop1, 0, op::v_nop, 0, "v_nop"}, {enc::vop1, 1, op::v_mov_b32, 0, "v_mov_b32"},
     {enc::vop1, 2, op::v_readfirstlane_b32, 0, "v_readfirstlane_b32"}, {enc::vop1, 3, op::v_cvt_i32_f64, 0, "v_cvt_i32_f64"}, {enc::vop1, 4, op::v_cvt_f64_i32, 0, "v_cvt_f64_i32"},
@@ -337,12 +337,38 @@ inline constexpr std::array<opcode_entry, 979> gfx11_opcode_list{{
     {enc::scratch, 29, op::global_store_b128, 0, "scratch_store_b128"}, {enc::scratch, 30, op::none, 0, "scratch_load_d16_u8"}, {enc::scratch, 31, op::none, 0, "scratch_load_d16_i8"},
     {enc::scratch, 32, op::none, 0, "scratch_load_d16_b16"}, {enc::scratch, 33, op::none, 0, "scratch_load_d16_hi_u8"}, {enc::scratch, 34, op::none, 0, "scratch_load_d16_hi_i8"},
     {enc::scratch, 35, op::none, 0, "scratch_load_d16_hi_b16"}, {enc::scratch, 36, op::none, 0, "scratch_store_d16_hi_b8"}, {enc::scratch, 37, op::none, 0, "scratch_store_d16_hi_b16"},
-    {enc::vop3, 258, op::none, 255, ""}, {enc::vop3, 300, op::none, 255, ""}, {enc::vop3, 301, op::none, 255, ""},
-    {enc::vop3, 311, op::none, 255, ""}, {enc::vop3, 312, op::none, 255, ""}, {enc::vop3, 316, op::none, 255, ""},
-    {enc::vop3, 384, op::none, 255, ""}, {enc::vop3, 386, op::none, 255, ""}, {enc::vop3, 411, op::none, 255, ""},
-    {enc::vop3, 412, op::none, 255, ""}, {enc::vop3, 485, op::none, 255, ""}, {enc::vop3, 487, op::none, 255, ""},
-    {enc::vop3, 488, op::none, 255, ""},
+    {enc::mubuf, 0, op::none, 0, "buffer_load_format_x"}, {enc::mubuf, 1, op::none, 0, "buffer_load_format_xy"}, {enc::mubuf, 2, op::none, 0, "buffer_load_format_xyz"},
+    {enc::mubuf, 3, op::none, 0, "buffer_load_format_xyzw"}, {enc::mubuf, 4, op::none, 0, "buffer_store_format_x"}, {enc::mubuf, 5, op::none, 0, "buffer_store_format_xy"},
+    {enc::mubuf, 6, op::none, 0, "buffer_store_format_xyz"}, {enc::mubuf, 7, op::none, 0, "buffer_store_format_xyzw"}, {enc::mubuf, 8, op::none, 0, "buffer_load_d16_format_x"},
+    {enc::mubuf, 9, op::none, 0, "buffer_load_d16_format_xy"}, {enc::mubuf, 10, op::none, 0, "buffer_load_d16_format_xyz"}, {enc::mubuf, 11, op::none, 0, "buffer_load_d16_format_xyzw"},
+    {enc::mubuf, 12, op::none, 0, "buffer_store_d16_format_x"}, {enc::mubuf, 13, op::none, 0, "buffer_store_d16_format_xy"}, {enc::mubuf, 14, op::none, 0, "buffer_store_d16_format_xyz"},
+    {enc::mubuf, 15, op::none, 0, "buffer_store_d16_format_xyzw"}, {enc::mubuf, 16, op::global_load_u8, 0, "buffer_load_u8"}, {enc::mubuf, 17, op::global_load_i8, 0, "buffer_load_i8"},
+    {enc::mubuf, 18, op::global_load_u16, 0, "buffer_load_u16"}, {enc::mubuf, 19, op::global_load_i16, 0, "buffer_load_i16"}, {enc::mubuf, 20, op::global_load_b32, 0, "buffer_load_b32"},
+    {enc::mubuf, 21, op::global_load_b64, 0, "buffer_load_b64"}, {enc::mubuf, 22, op::global_load_b96, 0, "buffer_load_b96"}, {enc::mubuf, 23, op::global_load_b128, 0, "buffer_load_b128"},
+    {enc::mubuf, 24, op::global_store_b8, 0, "buffer_store_b8"}, {enc::mubuf, 25, op::global_store_b16, 0, "buffer_store_b16"}, {enc::mubuf, 26, op::global_store_b32, 0, "buffer_store_b32"},
+    {enc::mubuf, 27, op::global_store_b64, 0, "buffer_store_b64"}, {enc::mubuf, 28, op::global_store_b96, 0, "buffer_store_b96"}, {enc::mubuf, 29, op::global_store_b128, 0, "buffer_store_b128"},
+    {enc::mubuf, 30, op::none, 0, "buffer_load_d16_u8"}, {enc::mubuf, 31, op::none, 0, "buffer_load_d16_i8"}, {enc::mubuf, 32, op::none, 0, "buffer_load_d16_b16"},
+    {enc::mubuf, 33, op::none, 0, "buffer_load_d16_hi_u8"}, {enc::mubuf, 34, op::none, 0, "buffer_load_d16_hi_i8"}, {enc::mubuf, 35, op::none, 0, "buffer_load_d16_hi_b16"},
+    {enc::mubuf, 36, op::none, 0, "buffer_store_d16_hi_b8"}, {enc::mubuf, 37, op::none, 0, "buffer_store_d16_hi_b16"}, {enc::mubuf, 38, op::none, 0, "buffer_load_d16_hi_format_x"},
+    {enc::mubuf, 39, op::none, 0, "buffer_store_d16_hi_format_x"}, {enc::mubuf, 43, op::buffer_gl0_inv, 0, "buffer_gl0_inv"}, {enc::mubuf, 44, op::buffer_gl1_inv, 0, "buffer_gl1_inv"},
+    {enc::mubuf, 45, op::none, 0, "buffer_load_lds_u8"}, {enc::mubuf, 46, op::none, 0, "buffer_load_lds_i8"}, {enc::mubuf, 47, op::none, 0, "buffer_load_lds_u16"},
+    {enc::mubuf, 48, op::none, 0, "buffer_load_lds_i16"}, {enc::mubuf, 49, op::none, 0, "buffer_load_lds_b32"}, {enc::mubuf, 50, op::none, 0, "buffer_load_lds_format_x"},
+    {enc::mubuf, 51, op::global_atomic_swap_b32, 0, "buffer_atomic_swap_b32"}, {enc::mubuf, 52, op::global_atomic_cmpswap_b32, 0, "buffer_atomic_cmpswap_b32"}, {enc::mubuf, 53, op::global_atomic_add_u32, 0, "buffer_atomic_add_u32"},
+    {enc::mubuf, 54, op::global_atomic_sub_u32, 0, "buffer_atomic_sub_u32"}, {enc::mubuf, 55, op::none, 0, "buffer_atomic_csub_u32"}, {enc::mubuf, 56, op::global_atomic_min_i32, 0, "buffer_atomic_min_i32"},
+    {enc::mubuf, 57, op::global_atomic_min_u32, 0, "buffer_atomic_min_u32"}, {enc::mubuf, 58, op::global_atomic_max_i32, 0, "buffer_atomic_max_i32"}, {enc::mubuf, 59, op::global_atomic_max_u32, 0, "buffer_atomic_max_u32"},
+    {enc::mubuf, 60, op::global_atomic_and_b32, 0, "buffer_atomic_and_b32"}, {enc::mubuf, 61, op::global_atomic_or_b32, 0, "buffer_atomic_or_b32"}, {enc::mubuf, 62, op::global_atomic_xor_b32, 0, "buffer_atomic_xor_b32"},
+    {enc::mubuf, 63, op::global_atomic_inc_u32, 0, "buffer_atomic_inc_u32"}, {enc::mubuf, 64, op::global_atomic_dec_u32, 0, "buffer_atomic_dec_u32"}, {enc::mubuf, 65, op::global_atomic_swap_b64, 0, "buffer_atomic_swap_b64"},
+    {enc::mubuf, 66, op::global_atomic_cmpswap_b64, 0, "buffer_atomic_cmpswap_b64"}, {enc::mubuf, 67, op::global_atomic_add_u64, 0, "buffer_atomic_add_u64"}, {enc::mubuf, 68, op::global_atomic_sub_u64, 0, "buffer_atomic_sub_u64"},
+    {enc::mubuf, 69, op::global_atomic_min_i64, 0, "buffer_atomic_min_i64"}, {enc::mubuf, 70, op::global_atomic_min_u64, 0, "buffer_atomic_min_u64"}, {enc::mubuf, 71, op::global_atomic_max_i64, 0, "buffer_atomic_max_i64"},
+    {enc::mubuf, 72, op::global_atomic_max_u64, 0, "buffer_atomic_max_u64"}, {enc::mubuf, 73, op::global_atomic_and_b64, 0, "buffer_atomic_and_b64"}, {enc::mubuf, 74, op::global_atomic_or_b64, 0, "buffer_atomic_or_b64"},
+    {enc::mubuf, 75, op::global_atomic_xor_b64, 0, "buffer_atomic_xor_b64"}, {enc::mubuf, 76, op::none, 0, "buffer_atomic_inc_u64"}, {enc::mubuf, 77, op::none, 0, "buffer_atomic_dec_u64"},
+    {enc::mubuf, 80, op::none, 0, "buffer_atomic_cmpswap_f32"}, {enc::mubuf, 81, op::none, 0, "buffer_atomic_min_f32"}, {enc::mubuf, 82, op::none, 0, "buffer_atomic_max_f32"},
+    {enc::mubuf, 86, op::global_atomic_add_f32, 0, "buffer_atomic_add_f32"}, {enc::vop3, 258, op::none, 255, ""}, {enc::vop3, 300, op::none, 255, ""},
+    {enc::vop3, 301, op::none, 255, ""}, {enc::vop3, 311, op::none, 255, ""}, {enc::vop3, 312, op::none, 255, ""},
+    {enc::vop3, 316, op::none, 255, ""}, {enc::vop3, 384, op::none, 255, ""}, {enc::vop3, 386, op::none, 255, ""},
+    {enc::vop3, 411, op::none, 255, ""}, {enc::vop3, 412, op::none, 255, ""}, {enc::vop3, 485, op::none, 255, ""},
+    {enc::vop3, 487, op::none, 255, ""}, {enc::vop3, 488, op::none, 255, ""},
 }};
-inline constexpr opcode_table<979> gfx11_opcodes{gfx11_opcode_list};
+inline constexpr opcode_table<1058> gfx11_opcodes{gfx11_opcode_list};
 
 }  // namespace aqueduct::emu::isa

@@ -23,13 +23,13 @@ namespace aqueduct::emu::isa {
 // VOP2 and VOPC opcodes (LLVM lists them once, as the 32-bit encoding).
 enum class enc : std::uint8_t {
   sop1, sop2, sopk, sopc, sopp, smem, vop1, vop2, vopc, vop3, vop3p, vopd, vopd_y, ds, flat, global, scratch,
-  mubuf, sdwa, dpp, invalid, count_
+  mubuf, sdwa, dpp, vbuffer, invalid, count_
 };
 
 [[nodiscard]] constexpr const char* enc_name(enc e) noexcept {
   constexpr const char* n[] = {"SOP1", "SOP2", "SOPK", "SOPC", "SOPP", "SMEM", "VOP1", "VOP2", "VOPC", "VOP3",
                                "VOP3P", "VOPD", "VOPD.Y", "DS", "FLAT", "GLOBAL", "SCRATCH", "MUBUF", "SDWA",
-                               "DPP", "invalid"};
+                               "DPP", "VBUFFER", "invalid"};
   return n[static_cast<unsigned>(e)];
 }
 

@@ -95,6 +95,9 @@ struct target {
   // (RDNA3 guide: "MOD 32 regardless of wave size"; Mesa's ACO emulates cross-half bpermute for
   // gfx10/gfx11 wave64); gfx9 and gfx12 address the whole wave.
   bool permute_lanes32 = false;
+  // The buffer resource (V#) layout and range checking: gfx10+ (gfx11, gfx12: SWIZZLE_ENABLE in
+  // word 1 [31:30], OOB_SELECT in word 3 [29:28]) rather than gfx9's (emu/isa/exec_buffer.hpp).
+  bool vsharp_gfx10 = false;
 };
 
 class interpreter final : public runner {
@@ -353,10 +356,12 @@ class interpreter final : public runner {
   void exec_vop3p(wave& w, const insn& d);
   src32 vsrc16(wave& w, const insn& d, unsigned i, std::uint32_t& store, kind k) const;
   void exec_flat(wave& w, const insn& d);
+  std::uint64_t atomic_at(const wave& w, const insn& d, std::uint64_t va, const std::uint32_t* data);
   void exec_ds(wave& w, const insn& d);
   void exec_sdwa(wave& w, const insn& d);   // gfx9 (emu/isa/exec_gfx9.hpp)
   void exec_dpp(wave& w, const insn& d);    // gfx9
-  void exec_mubuf(wave& w, const insn& d);  // gfx9
+  void exec_mubuf(wave& w, const insn& d);  // MUBUF / VBUFFER, every generation (emu/isa/exec_buffer.hpp)
+  void exec_s_buffer_load(wave& w, const insn& d);
   void exec_pk_f32(wave& w, const insn& d);  // gfx90a/gfx942 packed f32
   // VGPR columns past the descriptor's count: SDWA runs its operation on them.
   static constexpr unsigned sdwa_spare_vgprs = 3;
@@ -382,3 +387,4 @@ class interpreter final : public runner {
 #include <aqueduct/emu/isa/exec_vector.hpp>
 #include <aqueduct/emu/isa/exec_vector16.hpp>
 #include <aqueduct/emu/isa/exec_gfx9.hpp>
+#include <aqueduct/emu/isa/exec_buffer.hpp>

@@ -324,7 +324,15 @@ enum class kind : std::uint8_t {
   X(global_atomic_max_i64, b64, b64, b64, none) X(global_atomic_max_u64, b64, b64, b64, none) \
   X(global_atomic_and_b64, b64, b64, b64, none) X(global_atomic_or_b64, b64, b64, b64, none) \
   X(global_atomic_xor_b64, b64, b64, b64, none) \
-  X(global_atomic_add_f32, b32, b64, f32, none)
+  X(global_atomic_add_f32, b32, b64, f32, none) \
+  /* SMEM through a buffer resource (V#): dst, the V# (4 SGPRs) */ \
+  X(s_buffer_load_b32, b32, b128, none, none) X(s_buffer_load_b64, b64, b128, none, none) \
+  X(s_buffer_load_b96, b96, b128, none, none) X(s_buffer_load_b128, b128, b128, none, none) \
+  X(s_buffer_load_b256, b256, b128, none, none) X(s_buffer_load_b512, b512, b128, none, none) \
+  X(s_buffer_load_i8, b32, b128, none, none) X(s_buffer_load_u8, b32, b128, none, none) \
+  X(s_buffer_load_i16, b32, b128, none, none) X(s_buffer_load_u16, b32, b128, none, none) \
+  /* gfx11 MUBUF cache invalidations (no caches are modelled) */ \
+  X(buffer_gl0_inv, none, none, none, none) X(buffer_gl1_inv, none, none, none, none)
 // clang-format on
 
 enum class op : std::uint16_t {

@@ -202,6 +202,27 @@ K void calls(const unsigned* in, unsigned* out, unsigned n) {
   unsigned i = gid();
   if (i < n) out[i] = callee(in[i], i) + outer(in[i] * 5u, i);
 }
+// Buffer loads and stores through a V# (clang-19's __builtin_amdgcn_make_buffer_rsrc and
+// raw_buffer_load/store, as Triton and rocPRIM use buffer_load_b128): num_records = `limit`
+// bytes of `in` (past it a load reads 0, per dword of a b128), and the store's V# covers all of
+// `out` but its last two dwords (stores there are dropped). Word 3: gfx9 DATA_FORMAT 32; gfx11/
+// gfx12 OOB_SELECT 3 (raw: offset + size > num_records is out of range), FORMAT 4 (32_UINT,
+// ignored by untyped access).
+#if defined(__gfx942__) || defined(__gfx90a__)
+#define AQ_BUF_WORD3 0x00020000
+#else
+#define AQ_BUF_WORD3 0x30004000
+#endif
+typedef unsigned vu4 __attribute__((ext_vector_type(4)));
+K void bufrsrc(const unsigned* in, unsigned* out, unsigned n, unsigned limit) {
+  const unsigned i = gid();
+  __amdgpu_buffer_rsrc_t r = __builtin_amdgcn_make_buffer_rsrc((void*)in, 0, (int)limit, AQ_BUF_WORD3);
+  __amdgpu_buffer_rsrc_t w = __builtin_amdgcn_make_buffer_rsrc((void*)out, 0, (int)(n * 4 - 8), AQ_BUF_WORD3);
+  const unsigned v = __builtin_amdgcn_raw_buffer_load_b32(r, (int)(i * 4), 0, 0);
+  const vu4 q = __builtin_amdgcn_raw_buffer_load_b128(r, (int)(i * 4 + 4), 0, 0);
+  const unsigned char b = __builtin_amdgcn_raw_buffer_load_b8(r, (int)(i * 4 + 1), 0, 0);
+  if (i < n) __builtin_amdgcn_raw_buffer_store_b32(v * 3u + q.x + q.y * 5u + q.z * 7u + q.w * 11u + b, w, (int)(i * 4), 0, 0);
+}
 #if defined(__gfx942__) || defined(__gfx90a__)
 // DPP as rocPRIM-style scans write it (__builtin_amdgcn_update_dpp / mov_dpp): an inclusive
 // prefix sum within each 16-lane row by row_shr:1/2/4/8 (clang-19 folds each into
