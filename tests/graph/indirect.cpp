@@ -1,6 +1,6 @@
 // graph: indirect-buffer replay mode (instantiate_options::mode = replay_mode::indirect). A PM4
-// segment's packets stay in graph-owned memory and a replay writes one INDIRECT_BUFFER packet per
-// PM4 queue, whatever the node count; results equal host arithmetic (and the ring-copy replay of
+// or SDMA segment's packets stay in graph-owned memory and a replay writes one INDIRECT_BUFFER
+// packet per PM4 queue and one SDMA INDIRECT per SDMA queue, whatever the node count; results equal host arithmetic (and the ring-copy replay of
 // the same graph) over random argument updates, an enable/disable update and a grid update; a
 // fault inside the indirect buffer still names its node and what was not run; a replay makes no
 // device-file call and no allocation. Expected values: host arithmetic on the same inputs (u32).
@@ -54,11 +54,12 @@ struct chain {
   }
 };
 
-[[nodiscard]] std::size_t pm4_segment(const g::exec_graph& e) {
+[[nodiscard]] std::size_t segment_of(const g::exec_graph& e, g::queue_type t) {
   for (std::size_t i = 0; i < e.state().segs.size(); ++i)
-    if (e.state().segs[i].q.type == g::queue_type::pm4) return i;
+    if (e.state().segs[i].q.type == t) return i;
   return ~std::size_t{0};
 }
+[[nodiscard]] std::size_t pm4_segment(const g::exec_graph& e) { return segment_of(e, g::queue_type::pm4); }
 }  // namespace
 
 TEST_CASE("indirect mode: one INDIRECT_BUFFER per PM4 queue whatever the node count; ring copy grows with it") {
@@ -73,6 +74,10 @@ TEST_CASE("indirect mode: one INDIRECT_BUFFER per PM4 queue whatever the node co
     // INDIRECT_BUFFER is 4 dwords (spec packets.md; abi::pm4::indirect_buffer::packet).
     CHECK(ib.replay_sizes()[s] == sizeof(aq::abi::pm4::indirect_buffer::packet) / 4);
     CHECK(ring.replay_sizes()[s] >= 10 * k);  // ring copy: every dispatch's packets, each replay
+    // The SDMA copy's segment: one INDIRECT, 6 dwords (spec packets.md §3.4: 00000004, ib lo, hi, ndw, 0, 0).
+    const std::size_t d = segment_of(ib, g::queue_type::sdma);
+    REQUIRE(d < ib.segments());
+    CHECK(ib.replay_sizes()[d] == 6);
     ib.wait(ib.launch());
     for (std::uint32_t i = 0; i < c.n; ++i) REQUIRE(c.v.back()[i] == c.x[i]);
   }
@@ -172,4 +177,87 @@ TEST_CASE("indirect mode: a replay makes no device-file call and no allocation")
   CHECK(aq_test::allocations.load() == 0);
   CHECK(counts->total_calls.load() - calls_before == 0);
   CHECK(z[5] == 5 + 299 + 2);
+}
+
+TEST_CASE("indirect mode: an SDMA segment of 1 or 300 copies replays as one INDIRECT, results equal host copies") {
+  rig r;
+  for (std::uint32_t k : {1u, 300u}) {
+    constexpr std::uint32_t n = 16;
+    std::vector<rt::buffer<std::uint32_t>> v;
+    for (std::uint32_t j = 0; j <= k; ++j) v.push_back(r.host_buffer(n));
+    auto prog = [&]() -> g::task<void> {
+      for (std::uint32_t j = 0; j < k; ++j) co_await g::on(r.sdma).copy(v[j + 1], v[j]);
+    };
+    const g::task_graph tg = g::capture(prog());
+    auto ib = g::instantiate(tg, {.replay_slots = 3, .wait = {}, .trace = false, .mode = g::replay_mode::indirect});
+    auto ring = g::instantiate(tg);
+    const std::size_t d = segment_of(ib, g::queue_type::sdma);
+    REQUIRE(d < ib.segments());
+    CHECK(ib.replay_sizes()[d] == 6);                  // SDMA INDIRECT: 6 dwords (spec packets.md §3.4)
+    CHECK(ring.replay_sizes()[d] >= 7 * std::size_t{k});  // COPY_LINEAR: 7 dwords per copy, each replay
+    int wrong = 0;
+    for (std::uint32_t rep = 0; rep < 5; ++rep) {
+      for (std::uint32_t i = 0; i < n; ++i) v[0][i] = rep * 1000 + i * 7;
+      ib.wait(ib.launch());
+      for (std::uint32_t i = 0; i < n; ++i) wrong += v[k][i] != rep * 1000 + i * 7;
+    }
+    CHECK(wrong == 0);
+  }
+}
+
+TEST_CASE("indirect mode: a fault inside an SDMA indirect buffer names the copy and what was not run") {
+  rig r;
+  auto a = r.host_buffer(4, 9), b = r.host_buffer(4), c = r.host_buffer(4);
+  auto prog = [&]() -> g::task<void> {
+    co_await g::on(r.sdma).copy(b.va(), a.va(), 16).label("first");
+    co_await g::on(r.sdma).copy(c.va(), aq::gpu_va(0x10), 16).label("bad copy");
+    co_await g::on(r.sdma).copy(c.va(), a.va(), 16).label("third");
+  };
+  auto exec = g::instantiate(g::capture(prog()), {.replay_slots = 4, .wait = {}, .trace = false, .mode = g::replay_mode::indirect});
+  auto res = exec.try_wait(exec.launch(), 10s);
+  REQUIRE_FALSE(res);
+  const std::string d(res.detail());
+  CHECK(res.get_failure() == aq::errc::device_fault);
+  CHECK_MESSAGE(contains(d, "\"bad copy\" at indirect.cpp:"), d);
+  CHECK_MESSAGE(contains(d, "SDMA queue"), d);
+  CHECK_MESSAGE(contains(d, "not run (they depend on it): copy \"third\""), d);
+  CHECK(b[0] == 9);
+  CHECK(c[0] == 0);
+}
+
+TEST_CASE("indirect buffers: whole packets, each buffer within the limit and on its granule") {
+  rt::command_buffer cmds;
+  for (std::size_t len : {3u, 5u, 7u, 2u, 6u}) std::fill_n(cmds.append(len).begin(), len, 1u);
+  using chunk = g::detail::ib_chunk;
+  const auto same = [](const std::vector<chunk>& got, const std::vector<chunk>& want) {
+    bool eq = got.size() == want.size();
+    for (std::size_t i = 0; eq && i < got.size(); ++i)
+      eq = got[i].offset == want[i].offset && got[i].first == want[i].first && got[i].dwords == want[i].dwords && got[i].padded == want[i].padded;
+    return eq;
+  };
+  // PM4 (granule 1), at most 10 dwords: 3+5 | 7+2 | 6, back to back.
+  CHECK(same(g::detail::ib_chunks(cmds, 10, 1), {{0, 0, 8, 8}, {8, 8, 9, 9}, {17, 17, 6, 6}}));
+  // SDMA (granule 8), at most 16 dwords: 3+5+7 = 15 (padded 16) | 2+6 = 8, each on an 8-dword boundary.
+  CHECK(same(g::detail::ib_chunks(cmds, 16, 8), {{0, 0, 15, 16}, {16, 15, 8, 8}}));
+  // Everything fits: one buffer.
+  CHECK(same(g::detail::ib_chunks(cmds, 1000, 8), {{0, 0, 23, 24}}));
+}
+
+TEST_CASE("sdma_queue::try_submit_indirect refuses a buffer the engine cannot run, naming the rule") {
+  rig r;
+  auto buf = r.gpu.alloc<std::uint32_t>(64, rt::memory_kind::host);
+  const rt::indirect_buffer_ref misaligned[] = {{buf.va() + aq::byte_count(4), 8}};
+  const rt::indirect_buffer_ref odd[] = {{buf.va(), 12}};
+  for (auto refs : {std::span<const rt::indirect_buffer_ref>(misaligned), std::span<const rt::indirect_buffer_ref>(odd)}) {
+    auto t = r.sdma.try_submit_indirect(refs);
+    REQUIRE_FALSE(t);
+    CHECK(t.get_failure() == aq::errc::invalid_argument);
+    CHECK_MESSAGE(contains(std::string(t.detail()), "32-byte aligned and the size a multiple of 8 dwords"), t.detail());
+  }
+  // A valid one runs (NOPs only) and completes.
+  std::fill_n(buf.data(), 64, 0u);
+  const rt::indirect_buffer_ref good[] = {{buf.va(), 16}};
+  auto t = r.sdma.try_submit_indirect(good);
+  REQUIRE(t);
+  CHECK(r.sdma.try_wait(*t, 10s));
 }

@@ -28,6 +28,7 @@
 #include <aqueduct/abi/amd_signal.hpp>
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/graph/detail/exec_state.hpp>
+#include <aqueduct/graph/detail/indirect.hpp>
 #include <aqueduct/graph/detail/lower.hpp>
 #include <aqueduct/graph/detail/plan.hpp>
 #include <aqueduct/graph/task_graph.hpp>
@@ -140,7 +141,6 @@ class exec_graph {
   [[nodiscard]] result<void> prepare_slot(std::uint32_t slot);
   [[nodiscard]] result<void> submit_slot(std::uint32_t slot);
   void lower(std::uint32_t seg, std::uint32_t slot);
-  void stage_indirect(detail::exec_segment& sg, std::uint32_t slot, const runtime::pm4_queue& q);
   void write_kernargs(std::uint32_t node, std::uint32_t slot) noexcept;
   [[nodiscard]] detail::slot_view view(std::uint32_t slot) const noexcept;
   [[nodiscard]] bool slot_done(std::uint32_t slot) const noexcept;
@@ -189,41 +189,15 @@ inline void exec_graph::lower(std::uint32_t seg, std::uint32_t slot) {
       auto& q = *static_cast<runtime::pm4_queue*>(sg.q.queue);
       if (sg.indirect()) v.cursor = sg.cursor.va() + byte_count(8ull * slot);
       detail::lower_pm4_segment(s_->p, v, sg, slot, s_->host_waited, seg, q);
-      if (sg.indirect()) stage_indirect(sg, slot, q);
+      if (sg.indirect()) detail::stage_indirect(sg, slot);
       break;
     }
     case queue_type::sdma:
+      if (sg.indirect()) v.cursor = sg.cursor.va() + byte_count(8ull * slot);
       detail::sdma_lowering(s_->p, v, out, s_->host_waited).lower(seg, *static_cast<runtime::sdma_queue*>(sg.q.queue));
+      if (sg.indirect()) detail::stage_indirect(sg, slot);
       break;
     case queue_type::none: break;
-  }
-}
-
-// Indirect mode: the slot's PM4 packets into the memory the CP reads them from (grown if an
-// update made them longer: never while the slot is in flight), and the INDIRECT_BUFFER packets a
-// replay submits, each covering whole packets of at most max_indirect_dwords.
-inline void exec_graph::stage_indirect(detail::exec_segment& sg, std::uint32_t slot, const runtime::pm4_queue&) {
-  const runtime::command_buffer& cmds = sg.slots[slot].cmds;
-  kfd::buffer<detail::file_type>& ib = sg.ib[slot];
-  const std::uint64_t bytes = 4ull * cmds.size();
-  if (!ib || ib.size().value < bytes) {
-    const runtime::detail::agent_state& a = *sg.q.agent;
-    auto b = kfd::buffer<detail::file_type>::try_allocate(a.sys->ref(), *a.node, byte_count(std::max<std::uint64_t>(bytes * 2, 4096)),
-                                                          kfd::memory_use::host);
-    if (!b) throw_failure(std::move(b).get_failure());
-    ib = std::move(*b);
-  }
-  std::memcpy(ib.host(), cmds.dwords().data(), bytes);
-  runtime::command_buffer& sub = sg.ib_submit[slot];
-  sub.clear();
-  std::size_t begin = 0;  // first dword of the current IB
-  for (std::size_t i = 0; i < cmds.packets(); ++i) {
-    const std::size_t end = cmds.packet_end(i);
-    const bool last = i + 1 == cmds.packets();
-    if (last || cmds.packet_end(i + 1) - begin > detail::max_indirect_dwords) {
-      detail::encode_indirect_buffer(sub, ib.va() + byte_count(4ull * begin), static_cast<std::uint32_t>(end - begin));
-      begin = end;
-    }
   }
 }
 
@@ -353,7 +327,7 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
     s.segs[i].q = s.p.segments[i];
     s.segs[i].slots.resize(o.replay_slots);
     s.segs[i].submitted_at.assign(o.replay_slots, 0);
-    if (o.mode == replay_mode::indirect && s.segs[i].q.type == queue_type::pm4) {
+    if (o.mode == replay_mode::indirect && (s.segs[i].q.type == queue_type::pm4 || s.segs[i].q.type == queue_type::sdma)) {
       const runtime::detail::agent_state& a = *s.segs[i].q.agent;
       AQUEDUCT_TRY(s.segs[i].cursor, kfd::buffer<detail::file_type>::try_allocate(a.sys->ref(), *a.node,
                                                                                  byte_count(std::max<std::uint64_t>(8ull * o.replay_slots, 64)),
@@ -361,6 +335,7 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
       std::memset(s.segs[i].cursor.host(), 0, 8ull * o.replay_slots);
       s.segs[i].ib.resize(o.replay_slots);
       s.segs[i].ib_submit.resize(o.replay_slots);
+      s.segs[i].ib_refs.resize(o.replay_slots);
     }
     if (s.segs[i].q.type == queue_type::pm4 && has_conditional(s.p, static_cast<std::uint32_t>(i))) {
       s.segs[i].body.resize(o.replay_slots);
@@ -462,7 +437,9 @@ inline result<void> exec_graph::submit_slot(std::uint32_t slot) {
         break;
       }
       case queue_type::sdma: {
-        auto t = static_cast<runtime::sdma_queue*>(sg.q.queue)->try_submit(c.cmds, sync::infinite, &sg.submitted_at[slot]);
+        auto& q = *static_cast<runtime::sdma_queue*>(sg.q.queue);
+        auto t = sg.indirect() ? q.try_submit_indirect(sg.ib_refs[slot], sync::infinite, &sg.submitted_at[slot])
+                               : q.try_submit(c.cmds, sync::infinite, &sg.submitted_at[slot]);
         if (!t) return std::move(t).get_failure();
         break;
       }
@@ -530,9 +507,8 @@ inline std::optional<failure> exec_graph::fault(std::uint32_t slot) const {
       case queue_type::pm4: {
         auto& q = *static_cast<runtime::pm4_queue*>(sg.q.queue);
         if (!q.fault()) continue;
-        if (sg.indirect()) {  // the CP stopped inside the IB: the node it last started
-          const std::uint64_t at = sync::atomic_load(static_cast<std::uint64_t*>(sg.cursor.host())[slot], std::memory_order_acquire);
-          if (at != 0 && at <= s.p.nodes.size()) node = at - 1;
+        if (sg.indirect()) {
+          node = detail::cursor_node(sg, slot, s.p.nodes.size());
         } else {
           const std::size_t pk = c.cmds.packet_at(q.read_pointer() - sg.submitted_at[slot]);
           if (pk < c.cmd_node.size()) node = c.cmd_node[pk];
@@ -543,9 +519,12 @@ inline std::optional<failure> exec_graph::fault(std::uint32_t slot) const {
       case queue_type::sdma: {
         auto& q = *static_cast<runtime::sdma_queue*>(sg.q.queue);
         if (!q.fault()) continue;
-        // Bytes -> dwords; NOP padding at the ring's end (if any) makes this approximate.
-        const std::size_t pk = c.cmds.packet_at((q.read_offset() - sg.submitted_at[slot]) / 4);
-        if (pk < c.cmd_node.size()) node = c.cmd_node[pk];
+        if (sg.indirect()) {
+          node = detail::cursor_node(sg, slot, s.p.nodes.size());
+        } else {  // bytes -> dwords; NOP padding at the ring's end (if any) makes this approximate
+          const std::size_t pk = c.cmds.packet_at((q.read_offset() - sg.submitted_at[slot]) / 4);
+          if (pk < c.cmd_node.size()) node = c.cmd_node[pk];
+        }
         q.describe(queue_text);
         break;
       }
@@ -600,7 +579,9 @@ inline void exec_graph::drain() noexcept {
 inline std::vector<std::size_t> exec_graph::replay_sizes() const {
   std::vector<std::size_t> v;
   for (const auto& sg : s_->segs)
-    v.push_back(sg.q.type == queue_type::aql ? sg.slots[0].aql.size() : sg.indirect() ? sg.ib_submit[0].size() : sg.slots[0].cmds.size());
+    v.push_back(sg.q.type == queue_type::aql ? sg.slots[0].aql.size() : !sg.indirect()                ? sg.slots[0].cmds.size()
+                  : sg.q.type == queue_type::pm4 ? sg.ib_submit[0].size()
+                                                 : sg.ib_refs[0].size() * abi::sdma::indirect::dwords);
   return v;
 }
 

@@ -47,9 +47,16 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace aqueduct::runtime {
+
+// An indirect buffer for sdma_queue::try_submit_indirect: its GPU address and size in dwords.
+struct indirect_buffer_ref {
+  gpu_va base{};
+  std::uint32_t dwords = 0;
+};
 
 struct sdma_queue_options {
   std::uint64_t ring_bytes = 64 * 1024;  // power of two >= 1024
@@ -88,6 +95,7 @@ class sdma_ring {
   virtual result<void> try_timestamp(gpu_va addr, sync::nanoseconds timeout, bool publish) = 0;
   virtual result<void> try_fence64(gpu_va addr, std::uint64_t value, sync::nanoseconds timeout, bool publish) = 0;
   virtual result<void> try_signal_event(gpu_va mailbox, std::uint32_t event_id, sync::nanoseconds timeout, bool publish) = 0;
+  virtual result<void> try_indirect(gpu_va ib, std::uint32_t dwords, sync::nanoseconds timeout, bool publish) = 0;
   virtual void describe(std::string& out) const = 0;
   [[nodiscard]] virtual sdma_doorbell& doorbell() noexcept = 0;
   // Prebuilt commands (graph replay): the same packets, into a buffer; submitted as they are.
@@ -152,6 +160,9 @@ class sdma_ring_of final : public sdma_ring {
   }
   void encode_timestamp(command_buffer& out, gpu_va addr) const override {
     enc::timestamp(out.append(enc::timestamp_dwords), addr);
+  }
+  result<void> try_indirect(gpu_va ib, std::uint32_t dwords, sync::nanoseconds timeout, bool publish) override {
+    return q_.try_indirect(ib, dwords, timeout, publish);
   }
   result<void> try_packets(const command_buffer& cmds, sync::nanoseconds timeout) override {
     const auto all = cmds.dwords();
@@ -293,6 +304,27 @@ class sdma_queue : public detail::queue_waits<sdma_queue, sdma_t> {
                                  std::uint64_t* start_byte = nullptr) {
     if (start_byte && s_) *start_byte = s_->q->claimed_offset();
     return submit(timeout, [&](auto& q) { return q.try_packets(cmds, timeout); });
+  }
+  // Indirect buffers (graph replay's indirect mode): one INDIRECT packet per buffer — NOPs before
+  // it so that it ends on an 8-dword ring boundary —, then the queue's completion, one doorbell.
+  // Each buffer: 32-byte aligned, 1 to 2^20 - 1 dwords (IB_SIZE is 20 bits), a multiple of 8 dwords
+  // (the IB is fetched in 8-dword units: Linux and tinygrad pad every SDMA IB with NOPs to a
+  // multiple of 8, spec/packets.md §3.4), holding whole packets and no INDIRECT (the engine runs
+  // one level). `start_byte` as for try_submit (a fault inside a buffer stops the engine at the
+  // INDIRECT that ran it).
+  static constexpr std::uint32_t max_indirect_dwords = abi::sdma::indirect::ib_size::max / 8 * 8;
+  result<sdma_ticket> try_submit_indirect(std::span<const indirect_buffer_ref> ibs, sync::nanoseconds timeout = sync::infinite,
+                                          std::uint64_t* start_byte = nullptr) {
+    for (const indirect_buffer_ref& b : ibs)
+      if (!b.base.aligned(32) || b.dwords == 0 || b.dwords % 8 || b.dwords > max_indirect_dwords)
+        return failure(errc::invalid_argument, "SDMA indirect buffer at GPU address " + std::to_string(b.base.value) + " of " +
+                                                   std::to_string(b.dwords) + " dwords: the base must be 32-byte aligned and the size a multiple of 8 dwords, 8 to " +
+                                                   std::to_string(max_indirect_dwords));
+    if (start_byte && s_) *start_byte = s_->q->claimed_offset();
+    return submit(timeout, [&](auto& q) -> result<void> {
+      for (const indirect_buffer_ref& b : ibs) AQUEDUCT_TRY_VOID(q.try_indirect(b.base, b.dwords, timeout, false));
+      return ok();
+    });
   }
   // Bytes the engine has consumed (monotonic).
   [[nodiscard]] std::uint64_t read_offset() const noexcept { return s_->q->read_offset(); }

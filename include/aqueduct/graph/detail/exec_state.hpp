@@ -17,6 +17,7 @@
 #include <aqueduct/kfd/memory.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/runtime/pm4_queue.hpp>
+#include <aqueduct/runtime/sdma_queue.hpp>
 #include <aqueduct/sync/atomics.hpp>
 #include <aqueduct/sync/wait.hpp>
 
@@ -32,11 +33,11 @@ namespace aqueduct::graph {
 
 // How a replay reaches the queues (docs/graph.md "Replay modes").
 //   ring_copy — every segment's prebuilt packets are copied into its ring at each replay;
-//   indirect  — a PM4 segment's packets stay in graph-owned memory (one buffer per slot) and a
-//               replay writes one INDIRECT_BUFFER packet (4 dwords, per 2^20 - 1 dwords of
+//   indirect  — a PM4 or SDMA segment's packets stay in graph-owned memory (one buffer per slot)
+//               and a replay writes one indirect packet per queue (PM4 INDIRECT_BUFFER, 4 dwords;
+//               SDMA INDIRECT, 6 dwords after up to 7 NOPs; one more per 2^20 - 8 dwords of
 //               segment) plus the queue's completion, whatever the node count. AQL segments (AQL
-//               has no indirect packet) and SDMA segments (the emulated SDMA engines do not run
-//               INDIRECT yet) are ring-copied in both modes.
+//               has no indirect packet) are ring-copied in both modes (graph/detail/indirect.hpp).
 enum class replay_mode : std::uint8_t { ring_copy, indirect };
 
 struct instantiate_options {
@@ -66,10 +67,11 @@ struct exec_segment {
   queue_binding q;
   std::vector<segment_commands> slots;
   std::vector<std::uint64_t> submitted_at;  // per slot: where its last replay started (AQL packet index, PM4 dword, SDMA byte)
-  // Indirect mode (PM4): per slot, the segment's packets in memory the CP reads, and what a replay
-  // submits (the INDIRECT_BUFFER packets that run them).
+  // Indirect mode (PM4, SDMA): per slot, the segment's packets in memory the engine reads, and what
+  // a replay submits: PM4 the INDIRECT_BUFFER packets, SDMA the buffers (graph/detail/indirect.hpp).
   std::vector<kfd::buffer<file_type>> ib;
   std::vector<runtime::command_buffer> ib_submit;
+  std::vector<std::vector<runtime::indirect_buffer_ref>> ib_refs;
   kfd::buffer<file_type> cursor;  // per slot: the node + 1 the segment last started (0: none yet)
   // PM4 conditionals: per slot, the WHILE overflow words (loop_flag_bytes) then the bodies' IBs.
   std::vector<kfd::buffer<file_type>> body;

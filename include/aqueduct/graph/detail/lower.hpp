@@ -51,9 +51,9 @@ struct slot_view {
   // Trace mode: where node `n`'s start (0) and end (1) timestamps go in this slot; null: no trace.
   gpu_va (*trace_va)(const void* ctx, std::uint32_t s, std::uint32_t node, std::uint32_t which) = nullptr;
   [[nodiscard]] bool tracing() const noexcept { return trace_va != nullptr; }
-  // Indirect mode (PM4): a 64-bit word the segment sets to node + 1 (RELEASE_MEM: once the work
-  // before it completed) before each node's packets, so a fault inside the indirect buffer still
-  // names its node; empty: none.
+  // Indirect mode (PM4, SDMA): a 64-bit word the segment sets to node + 1 before each node's
+  // packets (PM4 RELEASE_MEM, once the work before it completed; SDMA two FENCEs), so a fault
+  // inside the indirect buffer still names its node; empty: none.
   gpu_va cursor{};
   // PM4 conditionals (graph/control.hpp): where segment_commands::body will be in GPU memory, and
   // this slot's WHILE overflow words of the segment (8 bytes each).
@@ -382,6 +382,7 @@ class sdma_lowering {
       for (std::uint32_t w : pn.waits) q.encode_wait(out_.cmds, v_.signal(p_.placed[w].signal) + byte_count(value_offset), 0, ~0u, f::equal);
       for (const external_wait& e : pn.external)
         q.encode_wait(out_.cmds, gpu_va(e.signal.handle() + value_offset), static_cast<std::uint32_t>(e.value), ~0u, sdma_function(e.cond));
+      if (v_.cursor) q.encode_fence64(out_.cmds, v_.cursor, n + 1);
       if (v_.tracing()) q.encode_timestamp(out_.cmds, v_.stamp(n, 0));
       if (x.enabled) switch (x.kind) {
           case node_kind::copy:
