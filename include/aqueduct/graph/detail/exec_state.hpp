@@ -150,9 +150,8 @@ inline void lower_pm4_segment(const plan& p, slot_view v, exec_segment& sg, std:
 [[nodiscard]] inline std::optional<failure> loop_overflow(const exec_state& s, replay_ticket t) {
   const auto slot = static_cast<std::uint32_t>(t.sequence % s.slots());
   if (s.slot_replay[slot] != t.sequence + 1) return std::nullopt;
-  for (std::uint32_t i = 0; i < s.p.nodes.size(); ++i) {
+  for (std::uint32_t i : s.p.loops) {
     const planned_node& pn = s.p.placed[i];
-    if (pn.loop_flag == no_index) continue;
     const auto* w = static_cast<const std::uint64_t*>(s.segs[pn.segment].body[slot].host()) + pn.loop_flag;
     if (sync::atomic_load(*w, std::memory_order_acquire) != 0)
       return failure(errc::cancelled, "graph replay " + std::to_string(t.sequence) + ": " + s.p.nodes[i].describe() +

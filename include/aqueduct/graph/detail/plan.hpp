@@ -62,6 +62,7 @@ struct plan {
   std::uint32_t node_signals = 0;
   std::vector<std::uint32_t> host_nodes;
   std::vector<std::uint32_t> loop_flags;  // per segment: WHILE overflow words it needs
+  std::vector<std::uint32_t> loops;       // the WHILE nodes (flat), checked after each replay
   std::uint32_t max_nesting = 0;          // deepest conditional nesting (1: conditionals, none nested)
 };
 
@@ -168,10 +169,12 @@ inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
   if (!(x.queue == c.queue))
     throw_failure(failure(errc::not_supported, x.describe() + " inside the body of " + c.describe() +
                                                    ": a body runs on its conditional's queue only (" + queue_name(c.queue) + ")"));
-  me.branch = o.branch;
   if (p.placed[o.owner].branches.size() <= o.branch) p.placed[o.owner].branches.resize(c.bodies.size());
   p.placed[o.owner].branches[o.branch].push_back(i);
-  if (x.kind == node_kind::conditional && x.condition == condition_kind::while_loop) me.loop_flag = p.loop_flags[me.segment]++;
+  if (x.kind == node_kind::conditional && x.condition == condition_kind::while_loop) {
+    me.loop_flag = p.loop_flags[me.segment]++;
+    p.loops.push_back(i);
+  }
 }
 
 // With `trace`, every AQL kernel gets a completion signal too: the packet processor writes its
@@ -210,7 +213,10 @@ inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
       p.placed[i].nesting = 1;
       p.max_nesting = std::max(p.max_nesting, 1u);
       if (p.loop_flags.size() < p.segments.size()) p.loop_flags.resize(p.segments.size(), 0);
-      if (x.condition == condition_kind::while_loop) p.placed[i].loop_flag = p.loop_flags[s]++;
+      if (x.condition == condition_kind::while_loop) {
+        p.placed[i].loop_flag = p.loop_flags[s]++;
+        p.loops.push_back(i);
+      }
     }
   }
   // Waits and signals.
