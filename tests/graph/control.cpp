@@ -187,3 +187,93 @@ TEST_CASE("a body node on another queue, or a misaligned word, is refused with t
     CHECK(contains(std::string(e.get_failure().detail()), "control.cpp"));
   }
 }
+
+TEST_CASE("updates reach nodes inside bodies and child graphs through try_inner; bad paths are named") {
+  fixture f;
+  g::node_id cond{}, then_store{}, else_store{};
+  // Each body is its own capture: the store's id is that body's node 0 (returned by the dispatch).
+  auto then_body = [&]() -> g::task<void> {
+    then_store = co_await g::on(f.r.pm4).dispatch(f.r.store_k, rt::grid{1}, rt::block{1}, f.out, 0u, 1u);
+  };
+  auto else_body = [&]() -> g::task<void> {
+    else_store = co_await g::on(f.r.pm4).dispatch(f.r.store_k, rt::grid{1}, rt::block{1}, f.out, 0u, 2u);
+  };
+  auto prog = [&]() -> g::task<void> {
+    co_await f.set(1);  // the device decides "then"
+    cond = co_await g::if_then_else(g::on(f.r.pm4), f.word, then_body, else_body);
+  };
+  const g::task_graph tg = g::capture(prog());
+  REQUIRE(cond);
+  REQUIRE(then_store.value == 0);
+  for (const auto* o : {&ring, &indirect}) {
+    auto exec = g::instantiate(tg, *o);
+    const auto t = exec.try_inner(cond, 0, then_store);
+    REQUIRE(t);
+    f.reset(0);
+    exec.wait(exec.launch());
+    CHECK(f.out[0] == 1);
+    // New arguments for the body's store: index 2, value 55.
+    REQUIRE(exec.try_set_args(*t, f.out, 2u, 55u));
+    f.reset(0);
+    exec.wait(exec.launch());
+    CHECK(f.out[0] == 0);
+    CHECK(f.out[2] == 55);
+    // A new grid re-lowers the body (4 work-items store the same word: same result), then disabled.
+    REQUIRE(exec.try_set_grid(*t, rt::grid{4}, rt::block{4}));
+    f.reset(0);
+    exec.wait(exec.launch());
+    CHECK(f.out[2] == 55);
+    REQUIRE(exec.try_set_enabled(*t, false));
+    f.reset(0);
+    exec.wait(exec.launch());
+    CHECK(f.out[2] == 0);
+    CHECK(f.out[0] == 0);
+    // The else body is reachable too; its store did not run (the device chose "then").
+    const auto e = exec.try_inner(cond, 1, else_store);
+    REQUIRE(e);
+    REQUIRE(exec.try_set_args(*e, f.out, 3u, 66u));
+    f.reset(0);
+    exec.wait(exec.launch());
+    CHECK(f.out[3] == 0);
+    // Bad paths: no body 2, no node 1 in body 0, a body node's id used as a top-level id.
+    const auto no_body = exec.try_inner(cond, 2, then_store);
+    REQUIRE_FALSE(no_body);
+    CHECK_MESSAGE(contains(std::string(no_body.detail()), "has no body 2"), no_body.detail());
+    const auto no_node = exec.try_inner(cond, 0, g::node_id{1});
+    REQUIRE_FALSE(no_node);
+    CHECK_MESSAGE(contains(std::string(no_node.detail()), "is not a node of body 0"), no_node.detail());
+    const auto not_top = exec.try_inner(g::node_id{0}, 0, then_store);  // node 0 is the put64, no body
+    REQUIRE_FALSE(not_top);
+    const auto wrong_kind = exec.try_set_copy(*t, f.out.va(), f.out.va(), 4);
+    REQUIRE_FALSE(wrong_kind);
+    CHECK_MESSAGE(contains(std::string(wrong_kind.detail()), "is not a copy node"), wrong_kind.detail());
+  }
+}
+
+TEST_CASE("a child graph's node is updated through try_inner; the same child used twice has two scopes") {
+  fixture f;
+  g::node_id inner{};
+  auto child_prog = [&]() -> g::task<void> {
+    inner = co_await g::on(f.r.pm4).dispatch(f.r.store_k, rt::grid{1}, rt::block{1}, f.out, 0u, 5u);
+  };
+  const g::task_graph child = g::capture(child_prog());
+  g::node_id first{}, second{};
+  auto prog = [&]() -> g::task<void> {
+    first = co_await g::child(child);
+    second = co_await g::child(child);
+  };
+  auto exec = g::instantiate(g::capture(prog()));
+  REQUIRE(first);
+  REQUIRE(second);
+  const auto a = exec.try_inner(first, 0, inner), b = exec.try_inner(second, 0, inner);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK_FALSE(*a == *b);
+  REQUIRE(exec.try_set_args(*a, f.out, 1u, 11u));
+  REQUIRE(exec.try_set_args(*b, f.out, 2u, 22u));
+  f.reset(0);
+  exec.wait(exec.launch());
+  CHECK(f.out[0] == 0);
+  CHECK(f.out[1] == 11);
+  CHECK(f.out[2] == 22);
+}

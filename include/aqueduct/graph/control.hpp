@@ -13,7 +13,9 @@
 //                 COND_INDIRECT_BUFFERs, each re-reading the word the body wrote, then one that
 //                 records an overflow when the word is still not 0 — the replay's wait then fails
 //                 naming the loop (never a silent cut-off).
-// Inside capture() it records the node; run eagerly, the same code instantiates a one-node graph
+// Inside capture() it records the node and `co_await` gives its node_id (the nodes of body b,
+// by the ids that body's capture returned, are updated through exec_graph::try_inner(id, b,
+// inner)); run eagerly, the same code instantiates a one-node graph
 // and replays it once, so the word is read by the (emulated) CP in both cases. PM4 only: AQL has
 // no conditional packet, and SDMA's conditional execution is not wired up (docs/graph.md).
 // Shown on the emulated MEC only: on hardware, the word must be visible to the CP when it is read
@@ -88,10 +90,7 @@ class control_op {
     } catch (const error& e) {
       throw_failure(located(e.get_failure(), std::string(to_string(kind_)) + " conditional", loc));
     }
-    if (c.capturing()) {
-      (void)c.capture->record(std::move(n));
-      return child_op::awaiter{task<void>{}, &c};
-    }
+    if (c.capturing()) return child_op::awaiter{task<void>{}, &c, node_id{c.capture->record(std::move(n))}};
     task_graph g;  // eagerly: a one-node graph, instantiated and replayed once (the CP decides)
     (void)g.add(std::move(n));
     return child_op::awaiter{run_once(std::move(g)), &c};

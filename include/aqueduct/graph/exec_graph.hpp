@@ -103,6 +103,11 @@ class exec_graph {
   [[nodiscard]] result<void> try_set_copy(node_id n, gpu_va dst, gpu_va src, std::uint64_t bytes);
   [[nodiscard]] result<void> try_set_fill(node_id n, gpu_va dst, std::uint32_t value, std::uint64_t bytes);
   [[nodiscard]] result<void> try_set_enabled(node_id n, bool enabled);
+  // A node inside a child graph or a conditional's body, for the updates above: `outer` is the
+  // child-graph or conditional node (an id of this graph, or one try_inner gave), `branch` its
+  // body (0 for a child graph, if_then and while_loop; 0 then / 1 else; the switch_on case), and
+  // `inner` the id that body's own capture returned.
+  [[nodiscard]] result<node_id> try_inner(node_id outer, std::uint32_t branch, node_id inner) const;
   // Moves every reference to the buffer named `name` (task_graph::name) to `b`: it must be at
   // least as large and live on the same GPU.
   template <class T>
@@ -145,6 +150,8 @@ class exec_graph {
   [[nodiscard]] detail::slot_view view(std::uint32_t slot) const noexcept;
   [[nodiscard]] bool slot_done(std::uint32_t slot) const noexcept;
   [[nodiscard]] std::optional<failure> fault(std::uint32_t slot) const;
+  // The flat index of `n`, which must be a `k` node (node_kind::child: any kind; a child graph
+  // itself has no flat index).
   [[nodiscard]] result<std::uint32_t> try_flat(node_id n, node_kind k) const;
   void logged(std::uint32_t flat, detail::update_kind k);
   void drain() noexcept;
@@ -587,11 +594,29 @@ inline std::vector<std::size_t> exec_graph::replay_sizes() const {
 
 // ---- updates -----------------------------------------------------------------------------------------
 
+inline result<node_id> exec_graph::try_inner(node_id outer, std::uint32_t branch, node_id inner) const {
+  if (!s_) return failure(errc::invalid_argument, "this exec_graph is empty (default-constructed or moved-from)");
+  if (outer.scope < s_->p.scopes.size())
+    for (const detail::inner_scope& x : s_->p.scopes[outer.scope].inner)
+      if (x.node == outer.value && x.branch == branch) {
+        if (!inner || inner.scope != 0 || inner.value >= s_->p.scopes[x.scope].to_flat.size())
+          return failure(errc::invalid_argument, "node " + std::to_string(inner.value) + " is not a node of body " + std::to_string(branch) +
+                                                     " of node " + std::to_string(outer.value) + " (it has " +
+                                                     std::to_string(s_->p.scopes[x.scope].to_flat.size()) + " nodes)");
+        return node_id{inner.value, x.scope};
+      }
+  return failure(errc::invalid_argument, "node " + std::to_string(outer.value) + " of this graph has no body " + std::to_string(branch) +
+                                             " (try_inner takes a child-graph or conditional node and one of its bodies)");
+}
+
 inline result<std::uint32_t> exec_graph::try_flat(node_id n, node_kind k) const {
   if (!s_) return failure(errc::invalid_argument, "this exec_graph is empty (default-constructed or moved-from)");
-  if (!n || n.value >= s_->p.top_to_flat.size() || s_->p.top_to_flat[n.value] == detail::no_index)
-    return failure(errc::invalid_argument, "node " + std::to_string(n.value) + " is not a node of this graph (a child graph's nodes are updated through their own ids)");
-  const std::uint32_t f = s_->p.top_to_flat[n.value];
+  const auto& sc = s_->p.scopes;
+  if (!n || n.scope >= sc.size() || n.value >= sc[n.scope].to_flat.size() || sc[n.scope].to_flat[n.value] == detail::no_index)
+    return failure(errc::invalid_argument, "node " + std::to_string(n.value) + " is not a node of this graph (a child graph or body node: "
+                                           "take its id from try_inner)");
+  const std::uint32_t f = sc[n.scope].to_flat[n.value];
+  if (k == node_kind::child) return f;  // any kind
   if (s_->p.nodes[f].kind != k)
     return failure(errc::invalid_argument, s_->p.nodes[f].describe() + " is not a " + to_string(k) + " node");
   return f;
@@ -656,9 +681,7 @@ inline result<void> exec_graph::try_set_fill(node_id n, gpu_va dst, std::uint32_
 }
 
 inline result<void> exec_graph::try_set_enabled(node_id n, bool enabled) {
-  if (!s_ || !n || n.value >= s_->p.top_to_flat.size() || s_->p.top_to_flat[n.value] == detail::no_index)
-    return failure(errc::invalid_argument, "not a node of this graph");
-  const std::uint32_t f = s_->p.top_to_flat[n.value];
+  AQUEDUCT_TRY(const std::uint32_t f, try_flat(n, node_kind::child));
   node& x = s_->p.nodes[f];
   if (x.kind == node_kind::host || x.kind == node_kind::signal_wait)
     return failure(errc::not_supported, x.describe() + ": only device nodes can be disabled");
@@ -728,7 +751,7 @@ inline result<void> exec_graph::try_update(const task_graph& g) {
     return ok();
   }
   for (std::uint32_t i = 0; i < g.size(); ++i) {
-    const std::uint32_t f = s_->p.top_to_flat[i];
+    const std::uint32_t f = s_->p.scopes[0].to_flat[i];
     const node& b = g.nodes()[i];
     node& x = s_->p.nodes[f];
     const bool relower = x.grid.x != b.grid.x || x.grid.y != b.grid.y || x.grid.z != b.grid.z || x.block.x != b.block.x ||

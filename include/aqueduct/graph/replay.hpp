@@ -148,14 +148,16 @@ class child_op {
   struct awaiter {
     task<void> t;
     context* c;
+    node_id id{};  // captured: the node recorded (exec_graph::try_inner reaches inside it); eager: none
     [[nodiscard]] bool await_ready() const noexcept { return !t; }
     std::coroutine_handle<> await_suspend(std::coroutine_handle<> h) noexcept {
       t.handle().promise().set_continuation(h);
       t.handle().promise().set_context(c);
       return t.handle();
     }
-    void await_resume() {
+    node_id await_resume() {
       if (t) t.handle().promise().result();
+      return id;
     }
   };
   [[nodiscard]] awaiter lower(context& c, std::source_location loc) const {
@@ -165,8 +167,7 @@ class child_op {
       n.kind = node_kind::child;
       n.child = std::make_shared<const task_graph>(*g_);
       n.where = loc;
-      (void)c.capture->record(std::move(n));
-      return awaiter{task<void>{}, &c};
+      return awaiter{task<void>{}, &c, node_id{c.capture->record(std::move(n))}};
     }
     return awaiter{run_once(*g_), &c};
   }
@@ -176,8 +177,8 @@ class child_op {
 };
 }  // namespace detail
 
-// co_await child(g): inside capture() a child-graph node (inlined at instantiation); otherwise
-// g instantiated and replayed once.
+// co_await child(g): inside capture() a child-graph node (inlined at instantiation; its id, for
+// exec_graph::try_inner); otherwise g instantiated and replayed once.
 [[nodiscard]] inline detail::child_op child(const task_graph& g) noexcept { return detail::child_op(g); }
 
 }  // namespace aqueduct::graph

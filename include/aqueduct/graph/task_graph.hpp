@@ -109,6 +109,10 @@ struct queue_binding {
 // A node's handle in its graph (and in the exec_graph instantiated from it).
 struct node_id {
   std::uint32_t value = ~std::uint32_t{0};
+  // Which captured graph `value` counts in, within an exec_graph: 0 for the graph instantiated
+  // (what capture returns); exec_graph::try_inner gives ids of nodes inside child graphs and
+  // conditional bodies.
+  std::uint32_t scope = 0;
   [[nodiscard]] explicit operator bool() const noexcept { return value != ~std::uint32_t{0}; }
   friend bool operator==(node_id, node_id) noexcept = default;
 };

@@ -53,9 +53,21 @@ struct planned_node {
   std::uint32_t nesting = 0;                         // conditionals around this node
 };
 
+// The node ids of one captured graph (the top-level one, a child graph where it is used, a
+// conditional's body) and where its children and bodies went: exec_graph::try_inner.
+struct inner_scope {
+  std::uint32_t node = 0;    // the child or conditional node, in this scope
+  std::uint32_t branch = 0;  // which body (0 for a child graph)
+  std::uint32_t scope = 0;   // its scope
+};
+struct node_scope {
+  std::vector<std::uint32_t> to_flat;  // node id -> flat index (no_index: a child graph)
+  std::vector<inner_scope> inner;
+};
+
 struct plan {
   std::vector<node> nodes;                // flattened (child graphs inlined), topological order
-  std::vector<std::uint32_t> top_to_flat; // a top-level node id -> its flat index (no_index: child)
+  std::vector<node_scope> scopes;         // 0: the top-level graph; then each child graph and body
   std::vector<planned_node> placed;       // parallel to nodes
   std::vector<queue_binding> segments;    // one per queue used
   std::vector<std::vector<std::uint32_t>> order;  // per segment: its nodes, in order
@@ -75,8 +87,14 @@ struct flat_origin {
 // Appends `g`'s nodes to `out`, remapping edges; `roots_deps` are what the graph's roots wait
 // for. Returns the flat indices of g's leaves (nodes no other node of g depends on).
 inline std::vector<std::uint32_t> flatten_into(const task_graph& g, const std::vector<std::uint32_t>& roots_deps,
-                                                std::vector<node>& out, std::vector<std::uint32_t>* top_map, int depth,
+                                                std::vector<node>& out, std::vector<node_scope>& scopes, std::uint32_t scope, int depth,
                                                 std::vector<flat_origin>& origin, flat_origin here = {}) {
+  const auto open_scope = [&](std::uint32_t node, std::uint32_t branch) {
+    const auto inner = static_cast<std::uint32_t>(scopes.size());
+    scopes.emplace_back();  // (invalidates references into scopes)
+    scopes[scope].inner.push_back({node, branch, inner});
+    return inner;
+  };
   if (depth > 64) throw_failure(failure(errc::invalid_argument, "child graphs nested more than 64 deep (a cycle?)"));
   std::vector<std::vector<std::uint32_t>> done(g.size());  // per node of g: the flat nodes that stand for its completion
   std::vector<bool> used(g.size(), false);
@@ -91,9 +109,10 @@ inline std::vector<std::uint32_t> flatten_into(const task_graph& g, const std::v
     }
     if (n.kind == node_kind::child) {
       if (!n.child) throw_failure(failure(errc::invalid_argument, n.describe() + ": no graph"));
-      done[i] = flatten_into(*n.child, deps, out, nullptr, depth + 1, origin, here);
+      const std::uint32_t inner = open_scope(static_cast<std::uint32_t>(i), 0);
+      done[i] = flatten_into(*n.child, deps, out, scopes, inner, depth + 1, origin, here);
       if (done[i].empty()) done[i] = deps;  // an empty child stands for its dependencies
-      if (top_map) top_map->push_back(no_index);
+      scopes[scope].to_flat.push_back(no_index);
       continue;
     }
     node copy = n;
@@ -103,11 +122,12 @@ inline std::vector<std::uint32_t> flatten_into(const task_graph& g, const std::v
     origin.push_back(here);
     const auto idx = static_cast<std::uint32_t>(out.size() - 1);
     done[i] = {idx};
-    if (top_map) top_map->push_back(idx);
+    scopes[scope].to_flat.push_back(idx);
     if (n.kind == node_kind::conditional)  // its bodies follow it; their roots wait for nothing (in order)
       for (std::uint32_t b = 0; b < n.bodies.size(); ++b) {
         if (!n.bodies[b]) throw_failure(failure(errc::invalid_argument, n.describe() + ": body " + std::to_string(b) + " is empty"));
-        (void)flatten_into(*n.bodies[b], {}, out, nullptr, depth + 1, origin, flat_origin{idx, b});
+        const std::uint32_t inner = open_scope(static_cast<std::uint32_t>(i), b);
+        (void)flatten_into(*n.bodies[b], {}, out, scopes, inner, depth + 1, origin, flat_origin{idx, b});
       }
   }
   std::vector<std::uint32_t> leaves;
@@ -182,7 +202,8 @@ inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
 [[nodiscard]] inline plan make_plan(const task_graph& g, bool trace = false) {
   plan p;
   std::vector<flat_origin> origin;
-  (void)flatten_into(g, {}, p.nodes, &p.top_to_flat, 0, origin);
+  p.scopes.emplace_back();
+  (void)flatten_into(g, {}, p.nodes, p.scopes, 0, 0, origin);
   const auto n = static_cast<std::uint32_t>(p.nodes.size());
   p.placed.resize(n);
   // Segments: one per queue, in order of first use.
