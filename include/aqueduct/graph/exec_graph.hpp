@@ -30,6 +30,7 @@
 #include <aqueduct/graph/detail/exec_state.hpp>
 #include <aqueduct/graph/detail/indirect.hpp>
 #include <aqueduct/graph/detail/lower.hpp>
+#include <aqueduct/graph/detail/lower_sdma.hpp>
 #include <aqueduct/graph/detail/plan.hpp>
 #include <aqueduct/graph/task_graph.hpp>
 #include <aqueduct/kfd/events.hpp>
@@ -201,6 +202,7 @@ inline void exec_graph::lower(std::uint32_t seg, std::uint32_t slot) {
     }
     case queue_type::sdma:
       if (sg.indirect()) v.cursor = sg.cursor.va() + byte_count(8ull * slot);
+      if (!sg.body.empty()) v.loop_flags = detail::flag_memory(sg, slot);
       detail::sdma_lowering(s_->p, v, out, s_->host_waited).lower(seg, *static_cast<runtime::sdma_queue*>(sg.q.queue));
       if (sg.indirect()) detail::stage_indirect(sg, slot);
       break;
@@ -344,7 +346,7 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
       s.segs[i].ib_submit.resize(o.replay_slots);
       s.segs[i].ib_refs.resize(o.replay_slots);
     }
-    if (s.segs[i].q.type == queue_type::pm4 && has_conditional(s.p, static_cast<std::uint32_t>(i))) {
+    if (s.segs[i].q.type != queue_type::aql && has_conditional(s.p, static_cast<std::uint32_t>(i))) {
       s.segs[i].body.resize(o.replay_slots);
       s.segs[i].loop_flag_bytes = (8ull * s.p.loop_flags[i] + 63) / 64 * 64;
     }

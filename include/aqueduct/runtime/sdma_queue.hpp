@@ -106,6 +106,7 @@ class sdma_ring {
   virtual void encode_wait(command_buffer& out, gpu_va addr, std::uint32_t reference, std::uint32_t mask,
                            abi::sdma::poll_regmem::function f) const = 0;
   virtual void encode_timestamp(command_buffer& out, gpu_va addr) const = 0;
+  virtual void encode_cond_exe(command_buffer& out, gpu_va addr, std::uint32_t reference, std::uint32_t exec_count) const = 0;
   // Each packet of `cmds` in its own reservation (kept whole at the ring's end), unpublished.
   virtual result<void> try_packets(const command_buffer& cmds, sync::nanoseconds timeout) = 0;
   [[nodiscard]] virtual std::uint64_t claimed_offset() const noexcept = 0;
@@ -160,6 +161,9 @@ class sdma_ring_of final : public sdma_ring {
   }
   void encode_timestamp(command_buffer& out, gpu_va addr) const override {
     enc::timestamp(out.append(enc::timestamp_dwords), addr);
+  }
+  void encode_cond_exe(command_buffer& out, gpu_va addr, std::uint32_t reference, std::uint32_t exec_count) const override {
+    enc::cond_exe(out.append(enc::cond_exe_dwords), addr, reference, exec_count);
   }
   result<void> try_indirect(gpu_va ib, std::uint32_t dwords, sync::nanoseconds timeout, bool publish) override {
     return q_.try_indirect(ib, dwords, timeout, publish);
@@ -282,6 +286,15 @@ class sdma_queue : public detail::queue_waits<sdma_queue, sdma_t> {
   void encode_fill(command_buffer& out, gpu_va dst, std::uint32_t value, std::uint64_t bytes) const {
     s_->q->encode_fill(out, dst, value, bytes);
   }
+  // FENCE: the 32-bit `value` to `addr` (dword aligned) once the work before it is done.
+  void encode_fence(command_buffer& out, gpu_va addr, std::uint32_t value) const { s_->q->encode_fence(out, addr, value); }
+  // COND_EXE: the next `exec_count` dwords (< 2^14) run only if the 32-bit word at `addr` equals
+  // `reference` (abi/sdma.hpp cond_exe). The caller keeps those dwords in the same packet of
+  // `out` (command_buffer::append), so that no ring-end padding falls among them.
+  static constexpr std::uint32_t max_cond_exe_dwords = abi::sdma::cond_exe::exec_count::max;
+  void encode_cond_exe(command_buffer& out, gpu_va addr, std::uint32_t reference, std::uint32_t exec_count) const {
+    s_->q->encode_cond_exe(out, addr, reference, exec_count);
+  }
   // A 64-bit value as two FENCEs, low dword first.
   void encode_fence64(command_buffer& out, gpu_va addr, std::uint64_t value) const {
     s_->q->encode_fence(out, addr, static_cast<std::uint32_t>(value));
@@ -339,6 +352,7 @@ class sdma_queue : public detail::queue_waits<sdma_queue, sdma_t> {
 
   // ---- state --------------------------------------------------------------------------------------
   [[nodiscard]] abi::sdma::engine engine() const noexcept { return s_->engine; }
+  [[nodiscard]] std::uint64_t ring_bytes() const noexcept { return s_->opt.ring_bytes; }
   [[nodiscard]] std::uint32_t queue_id() const noexcept { return s_->res.queue_id(); }
   [[nodiscard]] std::uint32_t gpu_id() const noexcept { return s_->res.gpu_id(); }
   [[nodiscard]] bool emulated() const noexcept { return s_->port != nullptr; }

@@ -73,7 +73,8 @@ struct exec_segment {
   std::vector<runtime::command_buffer> ib_submit;
   std::vector<std::vector<runtime::indirect_buffer_ref>> ib_refs;
   kfd::buffer<file_type> cursor;  // per slot: the node + 1 the segment last started (0: none yet)
-  // PM4 conditionals: per slot, the WHILE overflow words (loop_flag_bytes) then the bodies' IBs.
+  // Conditionals: per slot, the flag words (loop_flag_bytes: WHILE overflow words; SDMA also each
+  // conditional's "word != 0"), then (PM4) the bodies' IBs.
   std::vector<kfd::buffer<file_type>> body;
   std::uint64_t loop_flag_bytes = 0;
   [[nodiscard]] bool indirect() const noexcept { return !ib.empty(); }
@@ -143,6 +144,21 @@ inline void lower_pm4_segment(const plan& p, slot_view v, exec_segment& sg, std:
     std::memset(b.host(), 0, sg.loop_flag_bytes);
   }
   std::memcpy(static_cast<std::byte*>(b.host()) + sg.loop_flag_bytes, out.body.dwords().data(), 4 * out.body.size());
+}
+
+// An SDMA segment's flag words for one slot (loop_flag_bytes: its conditionals' "word != 0" words
+// and WHILE overflow words; no bodies, which run in place), allocated zeroed while the slot is idle.
+inline gpu_va flag_memory(exec_segment& sg, std::uint32_t slot) {
+  kfd::buffer<file_type>& b = sg.body[slot];
+  if (!b) {
+    const runtime::detail::agent_state& a = *sg.q.agent;
+    auto fresh = kfd::buffer<file_type>::try_allocate(a.sys->ref(), *a.node, byte_count(std::max<std::uint64_t>(sg.loop_flag_bytes, 4096)),
+                                                      kfd::memory_use::host);
+    if (!fresh) throw_failure(std::move(fresh).get_failure());
+    b = std::move(*fresh);
+    std::memset(b.host(), 0, sg.loop_flag_bytes);
+  }
+  return b.va();
 }
 
 // A WHILE of replay `t` whose condition still held after max_iterations (its overflow word set

@@ -50,6 +50,7 @@ struct planned_node {
   std::uint32_t branch = 0;
   std::vector<std::vector<std::uint32_t>> branches;  // a conditional's bodies: their nodes, in order
   std::uint32_t loop_flag = no_index;                // a WHILE's overflow word (index in its segment)
+  std::uint32_t cond_flag = no_index;                // SDMA IF/IF-ELSE/WHILE: its "word != 0" word (same place)
   std::uint32_t nesting = 0;                         // conditionals around this node
 };
 
@@ -75,7 +76,7 @@ struct plan {
   std::vector<std::uint32_t> host_nodes;
   std::vector<std::uint32_t> loop_flags;  // per segment: WHILE overflow words it needs
   std::vector<std::uint32_t> loops;       // the WHILE nodes (flat), checked after each replay
-  std::uint32_t max_nesting = 0;          // deepest conditional nesting (1: conditionals, none nested)
+  std::uint32_t max_nesting = 0;          // deepest PM4 conditional nesting (1: conditionals, none nested; SDMA: unbounded)
 };
 
 // Where a flattened node came from (parallel to plan::nodes while flattening).
@@ -157,10 +158,10 @@ inline void resolve_deps(const std::vector<node>& nodes, std::uint32_t n, std::v
 // A conditional node's own rules (graph/control.hpp checks them too, where the user calls it).
 inline void check_conditional(const node& x) {
   const auto bad = [&](const std::string& why) { throw_failure(failure(errc::invalid_argument, x.describe() + ": " + why)); };
-  if (x.queue.type != queue_type::pm4)
+  if (x.queue.type != queue_type::pm4 && x.queue.type != queue_type::sdma)
     throw_failure(failure(errc::not_supported, x.describe() + ": device-evaluated control flow runs on PM4 queues "
-                                                              "(COND_INDIRECT_BUFFER); AQL has no conditional packet and the "
-                                                              "SDMA engines' conditional execution is not wired up yet"));
+                                                              "(COND_INDIRECT_BUFFER) and SDMA queues (COND_EXE); AQL has no "
+                                                              "conditional packet"));
   if (!x.dst || !x.dst.aligned(8)) bad("the condition word must be a non-null, 8-byte aligned device address");
   const std::size_t want = x.condition == condition_kind::if_then_else ? 2 : x.condition == condition_kind::switch_on ? 0 : 1;
   if (want != 0 && x.bodies.size() != want) bad("needs " + std::to_string(want) + " bod" + (want == 1 ? "y" : "ies"));
@@ -170,7 +171,20 @@ inline void check_conditional(const node& x) {
     bad("a WHILE's max_iterations must be 1 to 65536 (each iteration is one COND_INDIRECT_BUFFER packet)");
 }
 
-// A node inside a conditional's body: on the owner's queue, a kind an indirect buffer can run.
+// Conditional `i`'s words in its segment's per-slot flag memory: a WHILE's overflow word; on SDMA,
+// where COND_EXE only compares for equality, the word an IF, IF-ELSE or WHILE computes its
+// "condition != 0" into (graph/detail/lower_sdma.hpp).
+inline void place_flags(plan& p, std::uint32_t i) {
+  const node& x = p.nodes[i];
+  planned_node& me = p.placed[i];
+  if (x.condition == condition_kind::while_loop) {
+    me.loop_flag = p.loop_flags[me.segment]++;
+    p.loops.push_back(i);
+  }
+  if (x.queue.type == queue_type::sdma && x.condition != condition_kind::switch_on) me.cond_flag = p.loop_flags[me.segment]++;
+}
+
+// A node inside a conditional's body: on the owner's queue, a kind its engine runs there.
 inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
   node& x = p.nodes[i];
   planned_node& me = p.placed[i];
@@ -180,21 +194,21 @@ inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
   me.branch = o.branch;
   me.segment = owner.segment;  // an update that re-lowers it re-lowers the owner's segment
   me.nesting = owner.nesting + (x.kind == node_kind::conditional ? 1 : 0);
-  p.max_nesting = std::max(p.max_nesting, me.nesting);
-  if (x.kind != node_kind::kernel && x.kind != node_kind::timestamp && x.kind != node_kind::signal_record &&
-      x.kind != node_kind::conditional)
+  if (c.queue.type == queue_type::pm4) p.max_nesting = std::max(p.max_nesting, me.nesting);
+  const bool sdma = c.queue.type == queue_type::sdma;
+  if ((x.kind != (sdma ? node_kind::copy : node_kind::kernel) && (!sdma || x.kind != node_kind::fill) && x.kind != node_kind::timestamp &&
+       x.kind != node_kind::signal_record && x.kind != node_kind::conditional))
     throw_failure(failure(errc::not_supported, x.describe() + " inside the body of " + c.describe() +
-                                                   ": a body holds kernels, timestamps, signal records and conditionals of "
-                                                   "its conditional's queue (the command processor runs it as an indirect buffer)"));
+                                                   (sdma ? ": an SDMA body holds copies, fills, timestamps, signal records and conditionals "
+                                                           "of its conditional's queue (the engine runs or skips it in place)"
+                                                         : ": a body holds kernels, timestamps, signal records and conditionals of its "
+                                                           "conditional's queue (the command processor runs it as an indirect buffer)")));
   if (!(x.queue == c.queue))
     throw_failure(failure(errc::not_supported, x.describe() + " inside the body of " + c.describe() +
                                                    ": a body runs on its conditional's queue only (" + queue_name(c.queue) + ")"));
   if (p.placed[o.owner].branches.size() <= o.branch) p.placed[o.owner].branches.resize(c.bodies.size());
   p.placed[o.owner].branches[o.branch].push_back(i);
-  if (x.kind == node_kind::conditional && x.condition == condition_kind::while_loop) {
-    me.loop_flag = p.loop_flags[me.segment]++;
-    p.loops.push_back(i);
-  }
+  if (x.kind == node_kind::conditional) place_flags(p, i);
 }
 
 // With `trace`, every AQL kernel gets a completion signal too: the packet processor writes its
@@ -232,12 +246,9 @@ inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
     p.order[s].push_back(i);
     if (x.kind == node_kind::conditional) {
       p.placed[i].nesting = 1;
-      p.max_nesting = std::max(p.max_nesting, 1u);
+      if (x.queue.type == queue_type::pm4) p.max_nesting = std::max(p.max_nesting, 1u);
       if (p.loop_flags.size() < p.segments.size()) p.loop_flags.resize(p.segments.size(), 0);
-      if (x.condition == condition_kind::while_loop) {
-        p.placed[i].loop_flag = p.loop_flags[s]++;
-        p.loops.push_back(i);
-      }
+      place_flags(p, i);
     }
   }
   // Waits and signals.
