@@ -1,4 +1,5 @@
 // graph: the eager operations — on(q).dispatch on AQL and PM4 queues, on(sdma).copy/fill/wait,
+// on(pm4).signal/wait/timestamp,
 // co_await of a runtime ticket and signal, host(fn) — run now and resume when the device has
 // finished; a device fault names the operation and its co_await; a stopped run submits nothing;
 // an idle wait sleeps on the queue's KFD event; the eager dispatch path allocates nothing.
@@ -67,6 +68,51 @@ TEST_CASE("eager: co_await of a runtime ticket, of a signal, and host(fn)") {
     co_return v;
   };
   CHECK(g::sync_wait(prog()) == 43);
+}
+
+TEST_CASE("eager and captured: PM4 signal, signal wait and timestamp") {
+  rig r;
+  auto out = r.host_buffer(4);
+  auto stamps = r.gpu.alloc<std::uint64_t>(2, rt::memory_kind::host);
+  auto done = r.gpu.make_signal(1), gate = r.gpu.make_signal(1);
+  auto prog = [&]() -> g::task<void> {
+    co_await g::on(r.pm4).timestamp(stamps.va());
+    co_await g::on(r.pm4).wait(gate.ref(), 0);  // the PM4 queue waits for the host to open the gate
+    co_await g::on(r.pm4).dispatch(r.store_k, rt::grid{1}, rt::block{1}, out, 1u, 77u);
+    co_await g::on(r.pm4).timestamp(stamps.va() + aq::byte_count(8));
+    co_await g::on(r.pm4).signal(done.ref(), 5);
+  };
+  const auto check = [&](std::chrono::steady_clock::duration took) {
+    CHECK(out[1] == 77);
+    CHECK(done.load() == 5);
+    CHECK(stamps[0] != 0);
+    CHECK(stamps[1] >= stamps[0]);
+    CHECK(took >= 30ms);  // the wait held the queue until the gate opened
+  };
+  {  // eagerly
+    std::jthread open([&] {
+      std::this_thread::sleep_for(40ms);
+      gate.store(0);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    g::sync_wait(prog());
+    check(std::chrono::steady_clock::now() - t0);
+  }
+  // Captured and replayed: the same nodes (timestamp, wait, kernel, timestamp, signal record).
+  const g::task_graph tg = g::capture(prog());
+  CHECK(tg.size() == 5);
+  auto e = g::instantiate(tg);
+  out[1] = 0;
+  stamps[0] = stamps[1] = 0;
+  done.store(1);
+  gate.store(1);
+  std::jthread open([&] {
+    std::this_thread::sleep_for(40ms);
+    gate.store(0);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  e.wait(e.launch());
+  check(std::chrono::steady_clock::now() - t0);
 }
 
 TEST_CASE("eager: a faulting dispatch fails its co_await with the operation and the place named") {

@@ -242,6 +242,36 @@ class sdma_op : public queue_op<sdma_op<Submit>, runtime::sdma_t> {
   node proto_;
 };
 
+// A PM4 signal record, signal wait or timestamp: its packets (encoded by the queue, as replay
+// encodes them) submitted with the queue's completion. The packets go through one reused
+// per-thread buffer: nothing is allocated in steady state.
+template <class Encode>
+class pm4_op : public queue_op<pm4_op<Encode>, runtime::pm4_t> {
+ public:
+  static constexpr const char* name = "PM4 operation";
+  pm4_op(runtime::pm4_queue& q, const char* what, Encode e, node proto) : q_(&q), what_(what), encode_(std::move(e)), proto_(std::move(proto)) {}
+  result<runtime::pm4_ticket> submit() {
+    thread_local runtime::command_buffer cmds;
+    cmds.clear();
+    encode_(*q_, cmds);
+    return q_->try_submit(cmds);
+  }
+  [[nodiscard]] std::string describe() const { return std::string("PM4 ") + what_; }
+  node_id record(capture_strand& s, const std::source_location& loc) {
+    node n = std::move(proto_);
+    if (n.kind != node_kind::signal_wait) n.queue = binding_of(*q_);  // a wait is placed on its consumers
+    n.label = std::move(this->label_);
+    n.where = loc;
+    return detail::record(s, std::move(n));
+  }
+
+ private:
+  runtime::pm4_queue* q_;
+  const char* what_;
+  Encode encode_;
+  node proto_;
+};
+
 // An AQL barrier-AND on up to five signals (later packets of the queue wait for them).
 class aql_barrier_op : public queue_op<aql_barrier_op, runtime::aql_t> {
  public:
@@ -431,6 +461,51 @@ class queue_ref {
     return detail::aql_barrier_op(*q_, deps);
   }
 
+  // ---- PM4 (besides dispatch) -----------------------------------------------------------------
+  // After the work before it: set the signal's value and raise its event (RELEASE_MEM).
+  [[nodiscard]] auto signal(sync::signal_ref s, std::int64_t value) const
+    requires std::same_as<K, runtime::pm4_t>
+  {
+    node n;
+    n.kind = node_kind::signal_record;
+    n.signal = s;
+    n.value = value;
+    return pm4(
+        [s, value](runtime::pm4_queue& q, runtime::command_buffer& out) {
+          const abi::amd_signal& a = *s.get();
+          q.encode_release(out, gpu_va(s.handle() + offsetof(abi::amd_signal, value)), static_cast<std::uint64_t>(value),
+                           gpu_va(a.event_mailbox_ptr), a.event_id);
+        },
+        "signal", std::move(n));
+  }
+  // Later work on this queue waits until the signal's value is `value` (WAIT_REG_MEM on its low
+  // dword: meaningful for values below 2^32).
+  [[nodiscard]] auto wait(sync::signal_ref s, std::uint32_t value) const
+    requires std::same_as<K, runtime::pm4_t>
+  {
+    node n;
+    n.kind = node_kind::signal_wait;
+    n.signal = s;
+    n.signal_agent = &q_->agent_state();
+    n.cond = abi::signal_condition::eq;
+    n.value = value;
+    return pm4(
+        [s, value](runtime::pm4_queue& q, runtime::command_buffer& out) {
+          q.encode_wait(out, gpu_va(s.handle() + offsetof(abi::amd_signal, value)), value, 0xFFFFFFFFu,
+                        abi::pm4::wait_reg_mem::compare_function::equal);
+        },
+        "wait for a signal", std::move(n));
+  }
+  // The GPU timestamp (8-byte aligned address), once the work before it is done.
+  [[nodiscard]] auto timestamp(gpu_va addr) const
+    requires std::same_as<K, runtime::pm4_t>
+  {
+    node n;
+    n.kind = node_kind::timestamp;
+    n.dst = addr;
+    return pm4([addr](runtime::pm4_queue& q, runtime::command_buffer& out) { q.encode_timestamp(out, addr); }, "timestamp", std::move(n));
+  }
+
   // ---- SDMA ----------------------------------------------------------------------------------
   [[nodiscard]] auto copy(gpu_va dst, gpu_va src, std::uint64_t bytes) const
     requires std::same_as<K, runtime::sdma_t>
@@ -491,6 +566,10 @@ class queue_ref {
   }
 
  private:
+  template <class F>
+  [[nodiscard]] detail::pm4_op<F> pm4(F f, const char* what, node proto) const {
+    return detail::pm4_op<F>(*q_, what, std::move(f), std::move(proto));
+  }
   template <class F>
   [[nodiscard]] detail::sdma_op<F> sdma(F f, const char* what, node proto) const {
     return detail::sdma_op<F>(*q_, what, std::move(f), std::move(proto));
