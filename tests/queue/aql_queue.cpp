@@ -96,6 +96,35 @@ TEST_CASE("a full ring is detected before writing; the producer waits and then p
   CHECK(m.desc.read_dispatch_id == 100);
 }
 
+// Issue 13 (ThreadSanitizer, runtime.stress): a multi-producer ring's head may be claimed and its
+// body half-written while the header is still INVALID. The full-ring description must say so and
+// not read (or decode) that body: before the fix it copied the slot and printed it as an
+// "INVALID" packet with the producer's half-written fields — a data race with write_body.
+// Control: once the head is published, the same failure decodes its header (a multi-producer
+// ring's body may be rewritten by another producer as soon as the head is launched: not read).
+TEST_CASE("a full ring whose head is claimed but unpublished: described as not yet published, body not read") {
+  queue_memory m(4);
+  q::aql_queue_mp<> queue(m.mem(), q::doorbell_ref(&m.doorbell));
+  auto head = queue.try_reserve(1);
+  REQUIRE(head.has_value());
+  head->write(0, dispatch(7, 0));  // body stored, header held back until publish()
+  for (std::uint64_t i = 1; i < 4; ++i) REQUIRE(queue.try_submit(dispatch(0, i)).has_value());
+  auto r = queue.try_submit(dispatch(0, 4));
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error() == errc::queue_full);
+  std::string d(r.detail());
+  MESSAGE(d);
+  CHECK(d.find("packet 0 (slot 0): not yet published") != std::string::npos);
+  CHECK(d.find("grid=") == std::string::npos);  // the body was not decoded
+  head->publish();
+  r = queue.try_submit(dispatch(0, 4));
+  REQUIRE_FALSE(r.has_value());
+  d = std::string(r.detail());
+  CHECK(d.find("packet 0 (slot 0): KERNEL_DISPATCH") != std::string::npos);  // control
+  CHECK(d.find("not yet published") == std::string::npos);
+  CHECK(d.find("dims=1 (body not read: another producer may be reusing the slot)") != std::string::npos);
+}
+
 // The ring's wait for room is the one wait loop (sync::wait_until): it asks the ring memory's
 // stop_check, and a consumer that stopped ends the wait with its failure (the ring described)
 // instead of the wait running to its timeout. Control: without a stop_check the same wait runs

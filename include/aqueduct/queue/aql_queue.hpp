@@ -314,33 +314,67 @@ class aql_queue {
 
   // "AQL queue (multi-producer, 16 slots, ring 0x...): read 5, write 21; packet 5 (slot 5):
   // KERNEL_DISPATCH ..." — the stalled packet is the one at the read index.
+  // Race-free against producers (issue 13, found by ThreadSanitizer in runtime.stress): bodies
+  // are written with plain stores (detail::write_body), so the description reads only what no
+  // producer can be writing:
+  //   - the header|setup dword, with an acquire load (it pairs with the producer's release
+  //     store). An INVALID header is a head claimed but not yet published: said so, body unread;
+  //   - the body (bytes 4..63) of a valid head only on a single-producer ring, whose one
+  //     producer is the caller of full(): only it could reuse the slot. The read index and the
+  //     header are loaded again after the copy; if either moved, the head was launched meanwhile
+  //     and the copy is not decoded. On a multi-producer ring another producer may claim the
+  //     slot the moment the processor launches the head and write its body while it is read,
+  //     so only the header is decoded (type, barrier bit, scopes, dimensions).
+  // (A single-producer ring, as all of its members, belongs to its producer's thread.)
   void describe(std::string& out) const {
     const std::uint64_t r = read_index(), w = write_index();
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "AQL queue (%s-producer, %u slots, ring 0x%llx): read_dispatch_id %llu, write_dispatch_id %llu",
-                  P == producer::single ? "single" : "multi", mem_.size,
-                  static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(mem_.ring)),
-                  static_cast<unsigned long long>(r), static_cast<unsigned long long>(w));
-    out += buf;
+    char buf[224];
+    int n = std::snprintf(buf, sizeof buf,
+                          "AQL queue (%s-producer, %u slots, ring 0x%llx): read_dispatch_id %llu, write_dispatch_id %llu",
+                          P == producer::single ? "single" : "multi", mem_.size,
+                          static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(mem_.ring)),
+                          static_cast<unsigned long long>(r), static_cast<unsigned long long>(w));
+    out.append(buf, static_cast<std::size_t>(n));
     if (mem_.reuse_bound) {
-      std::snprintf(buf, sizeof buf, ", slots reusable below %llu", static_cast<unsigned long long>(reuse_bound()));
-      out += buf;
+      n = std::snprintf(buf, sizeof buf, ", slots reusable below %llu", static_cast<unsigned long long>(reuse_bound()));
+      out.append(buf, static_cast<std::size_t>(n));
     }
     if (r == w) {
       out += "; empty";
       return;
     }
-    // Copy the slot word by word with atomic loads: the processor may be touching its header.
-    abi::aql_slot copy;
+    n = std::snprintf(buf, sizeof buf, "; packet %llu (slot %llu): ", static_cast<unsigned long long>(r),
+                      static_cast<unsigned long long>(r & (mem_.size - 1)));
+    out.append(buf, static_cast<std::size_t>(n));
     auto* words = reinterpret_cast<std::uint32_t*>(const_cast<abi::aql_slot&>(slot(r)).bytes);
-    for (std::size_t i = 0; i < 16; ++i) {
-      const std::uint32_t v = sync::atomic_load(words[i], std::memory_order_acquire);
-      std::memcpy(copy.bytes + 4 * i, &v, 4);
+    const std::uint32_t header = sync::atomic_load(words[0], std::memory_order_acquire);
+    const auto h = abi::decode_header(static_cast<std::uint16_t>(header));
+    if (h.type == static_cast<std::uint8_t>(abi::packet_type::invalid)) {
+      out += "not yet published (header INVALID: claimed, its producer has not stored the header yet); body not read";
+      return;
     }
-    std::snprintf(buf, sizeof buf, "; packet %llu (slot %llu): ", static_cast<unsigned long long>(r),
-                  static_cast<unsigned long long>(r & (mem_.size - 1)));
-    out += buf;
-    describe_packet(copy, out);
+    if constexpr (P == producer::multi) {
+      n = std::snprintf(buf, sizeof buf, "%s (header 0x%04x) barrier=%d acquire=%s release=%s", packet_type_name(h.type),
+                        header & 0xFFFFu, h.barrier ? 1 : 0, fence_scope_name(h.acquire_scope), fence_scope_name(h.release_scope));
+      out.append(buf, static_cast<std::size_t>(n));
+      if (h.type == static_cast<std::uint8_t>(abi::packet_type::kernel_dispatch)) {
+        n = std::snprintf(buf, sizeof buf, " dims=%u", abi::dispatch_setup::dimensions::get(static_cast<std::uint16_t>(header >> 16)));
+        out.append(buf, static_cast<std::size_t>(n));
+      }
+      out += " (body not read: another producer may be reusing the slot)";
+    } else {
+      abi::aql_slot copy;
+      std::memcpy(copy.bytes, &header, 4);
+      std::memcpy(copy.bytes + 4, words + 1, sizeof copy.bytes - 4);
+      const std::uint64_t r_after = read_index();
+      if (r_after != r || sync::atomic_load(words[0], std::memory_order_acquire) != header) {
+        n = std::snprintf(buf, sizeof buf, "launched while being described (read_dispatch_id now %llu); not decoded",
+                          static_cast<unsigned long long>(r_after));
+        out.append(buf, static_cast<std::size_t>(n));
+        return;
+      }
+      describe_packet(copy, out);
+    }
   }
   [[nodiscard]] sync::diagnostics diagnostics() const noexcept { return sync::diagnostics(*this); }
 
@@ -414,10 +448,14 @@ class aql_queue {
   }
 
   AQUEDUCT_NOINLINE failure full(std::uint32_t n, sync::nanoseconds waited) const {
+    // Cold, but a polling caller (zero timeout) comes here on every try: one allocation, a few
+    // snprintf, no retry loop, no lock.
+    std::string d;
+    d.reserve(640);
     char buf[120];
-    std::snprintf(buf, sizeof buf, "no %u free slot(s) after %.3f ms; ", n,
-                  std::chrono::duration<double, std::milli>(waited).count());
-    std::string d = buf;
+    const int len = std::snprintf(buf, sizeof buf, "no %u free slot(s) after %.3f ms; ", n,
+                                  std::chrono::duration<double, std::milli>(waited).count());
+    d.append(buf, static_cast<std::size_t>(len));
     describe(d);
     return failure(errc::queue_full, std::move(d));
   }
