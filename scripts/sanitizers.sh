@@ -8,7 +8,7 @@
 #         AQUEDUCT_FUZZ_SECONDS (default 20) from its regression inputs (and, for the code parsers,
 #         the code fixtures).
 # Usage: scripts/sanitizers.sh [asan|tsan|fuzz|all] (default all).
-# programs: cmake ctest clang++-19
+# programs: cmake ctest clang++-19 ninja getconf awk
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,8 +21,12 @@ case "$what" in asan | tsan | fuzz | all) ;; *)
   ;;
 esac
 t_all=$SECONDS
-step() { echo; echo "==> sanitizers: $*"; t_step=$SECONDS; }
-done_step() { echo "==> ... $1 in $((SECONDS - t_step)) s"; }
+# CPU seconds (user + sys) of every finished child process so far: with the wall time it tells
+# a slow step from a loaded machine (on an idle 2-core machine, wall ~ CPU / 2 for a -j2 build).
+tck=$(getconf CLK_TCK)
+cpu_children() { awk -v t="$tck" '{ printf "%d", ($16 + $17) / t }' "/proc/$$/stat"; }
+step() { echo; echo "==> sanitizers: $*"; t_step=$SECONDS; c_step=$(cpu_children); }
+done_step() { echo "==> ... $1 in $((SECONDS - t_step)) s (CPU $(($(cpu_children) - c_step)) s, load $(cut -d' ' -f1-3 /proc/loadavg))"; }
 
 if [[ $what == asan || $what == all ]]; then
   step "ASan + UBSan: configure and build (cmake --preset asan -> build-asan/, -j $jobs)"
