@@ -113,7 +113,8 @@ TEST_CASE("ET_REL object: kernels found, descriptor located by section offset") 
   REQUIRE(k);
   // same descriptor fields as the linked object except the entry offset (relocated at link time)
   auto linked = fx::bytes("elf/vadd-gfx1100.hsaco");
-  const auto* lk = code::code_object::parse(linked).kernel("vadd");
+  const auto linked_co = code::code_object::parse(linked);  // kept: lk points into it (ASan: use after free)
+  const auto* lk = linked_co.kernel("vadd");
   CHECK(std::memcmp(k->descriptor.data(), lk->descriptor.data(), 16) == 0);
   CHECK(std::memcmp(k->descriptor.data() + 44, lk->descriptor.data() + 44, 20) == 0);
 }
