@@ -214,6 +214,7 @@ void add_commands(const std::string& name, std::uint32_t per_block) {
 }
 void register_commands() {
   add_commands<bench::aqueduct_pm4_case>("pm4/dispatch/aqueduct", 512);
+  add_commands<bench::aqueduct_pm4_prebuilt_case>("pm4/dispatch/aqueduct_prebuilt", 512);
   add_commands<bench::peer_pm4_case>("pm4/dispatch/peer_by_hand", 512);
   add_commands<bench::aqueduct_sdma_case>("sdma/copy/aqueduct", 1024);
   add_commands<bench::peer_sdma_case>("sdma/copy/peer_by_hand", 1024);
@@ -249,6 +250,7 @@ void register_publish() {
   add_publish_batches<bench::aqueduct_case<P::single, S::if_ok>>("sp_if");
   add_publish<bench::aqueduct_case<P::single, S::submit>, 1>("sp_submit");
   add_publish_batches<bench::aqueduct_case<P::single, S::submit_batch>>("sp_submit_batch");
+  add_publish_batches<bench::aqueduct_case<P::single, S::submit_fill>>("sp_submit_fill");
   add_publish_batches<bench::aqueduct_case<P::single, S::prebuilt>>("sp_prebuilt");
   add_publish_batches<bench::aqueduct_case<P::multi, S::if_ok>>("mp_if");
   add_publish_batches<bench::aqueduct_case<P::multi, S::value>>("mp_value");
@@ -739,7 +741,7 @@ void ratio_verdict(const std::string& target, const std::string& a, const std::s
 
 void compute_verdicts(const std::map<std::string, double>& instr) {
   for (const char* b : {"1", "8", "64", "512"}) {
-    for (const char* s : {"sp_value", "sp_if", "sp_submit", "sp_submit_batch", "sp_prebuilt"})
+    for (const char* s : {"sp_value", "sp_if", "sp_submit", "sp_submit_batch", "sp_submit_fill", "sp_prebuilt"})
       if (std::strcmp(s, "sp_submit") != 0 || std::strcmp(b, "1") == 0)
         ratio_verdict(std::string("SP publish ") + s + " batch " + b + " <= 1.0x HSA SP in place",
                     std::string("publish/") + s + "/batch:" + b, std::string("publish/peer_hsa_sp/batch:") + b, 1.0);
@@ -821,6 +823,8 @@ void compute_verdicts(const std::map<std::string, double>& instr) {
   ratio_verdict("runtime q.dispatch(k, grid, block, 4 args) <= 1.2x hand-written kernargs + packet",
                 "dispatch_args/aqueduct", "dispatch_args/peer_by_hand", 1.2);
   ratio_verdict("PM4 dispatch <= 1.0x hand-written dword stream", "pm4/dispatch/aqueduct", "pm4/dispatch/peer_by_hand", 1.0);
+  ratio_verdict("PM4 dispatch, prebuilt template <= 1.0x hand-written dword stream", "pm4/dispatch/aqueduct_prebuilt",
+                "pm4/dispatch/peer_by_hand", 1.0);
   ratio_verdict("SDMA copy enqueue <= 1.0x hand-written", "sdma/copy/aqueduct", "sdma/copy/peer_by_hand", 1.0);
   if (const bench_case* c = find("e2e/interrupts_per_wait")) {
     char buf[64];

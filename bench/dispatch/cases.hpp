@@ -8,6 +8,7 @@
 //   sp_submit    q.submit(make_packet(k)), one packet per call (run at batch 1 only)
 //   sp_submit_batch  the packets built into an array (batch[i] = make_packet(k)), then
 //                q.submit_batch(span)
+//   sp_submit_fill  q.submit_batch(n, [&](i) { return make_packet(k); }): each packet built in place
 //   sp_prebuilt  packets built once (what graph replay does), q.try_submit / q.try_submit_batch
 //   mp_if, mp_value  the same as sp_if / sp_value on the multi-producer queue
 // peers (peers.hpp), written for the benchmark from hsa.h:
@@ -41,7 +42,7 @@ namespace bench {
 inline constexpr std::uint32_t ring_slots = 4096;  // a power of two >= the largest batch (512) x 2
 inline constexpr std::uint32_t largest_batch = 512;
 
-enum class style { value, if_ok, submit, submit_batch, prebuilt };
+enum class style { value, if_ok, submit, submit_batch, submit_fill, prebuilt };
 
 inline aqueduct::ring::kernel_dispatch descriptor_of(const dispatch_desc& d) noexcept {
   return {.kernel_object = aqueduct::gpu_va(d.kernel_object),
@@ -99,6 +100,8 @@ struct aqueduct_case {
       std::array<packet, largest_batch> batch;
       for (std::uint32_t i = 0; i < n; ++i) batch[i] = q::make_packet(k);
       queue->submit_batch(std::span<const packet>(batch.data(), n));
+    } else if constexpr (S == style::submit_fill) {
+      queue->submit_batch(n, [&](std::uint32_t) { return q::make_packet(k); });
     } else {
       if (n == 1) (void)queue->try_submit(prebuilt[0]);
       else (void)queue->try_submit_batch(std::span<const packet>(prebuilt.data(), n));

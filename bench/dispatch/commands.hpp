@@ -97,6 +97,39 @@ struct aqueduct_pm4_case {
   }
 };
 
+// The same dispatch from a template built once (pm4::dispatch_template, as tinygrad prebuilds its
+// command queues): only grid, kernarg, dispatch pointer and completion go in per dispatch.
+struct aqueduct_pm4_prebuilt_case {
+  using queue_type = aqueduct::ring::pm4_queue<aqueduct::arch::gfx11_target>;
+  aqueduct_pm4_prebuilt_case()
+      : q(aqueduct::ring::pm4_queue_memory{m.ring, pm4_ring_dwords, &m.wptr, &m.rptr}, aqueduct::ring::doorbell_ref(&m.doorbell)) {
+    aqueduct::ring::pm4::dispatch_params p;
+    p.kd = &in.kd;
+    p.kd_va = aqueduct::gpu_va(in.kd_va);
+    p.grid = {in.groups, 1, 1};
+    p.block = {in.block, 1, 1};
+    p.dispatch_ptr = aqueduct::gpu_va(in.dispatch_ptr);
+    p.kernarg = aqueduct::gpu_va(in.kernarg);
+    aqueduct::ring::pm4_completion c;
+    c.address = aqueduct::gpu_va(in.signal);
+    c.value = 1;
+    t = aqueduct::ring::pm4::dispatch_template<aqueduct::arch::gfx11_target>(p, c);
+  }
+  pm4_ring_memory m;
+  pm4_inputs in;
+  queue_type q;
+  aqueduct::ring::pm4::dispatch_template<aqueduct::arch::gfx11_target> t;
+  void retire_all() { m.retire_all(); }
+  AQUEDUCT_ALWAYS_INLINE void publish_with_room(std::uint32_t n) {
+    for (std::uint32_t i = 0; i < n; ++i)
+      (void)q.try_dispatch(t, {.grid = {in.groups, 1, 1},
+                               .kernarg = aqueduct::gpu_va(in.kernarg),
+                               .dispatch_ptr = aqueduct::gpu_va(in.dispatch_ptr),
+                               .completion_address = aqueduct::gpu_va(in.signal),
+                               .completion_value = 1});
+  }
+};
+
 // PACKET3 header (type 3, count = body dwords - 1, opcode), as amdgpu/tinygrad's PACKET3().
 constexpr std::uint32_t packet3(std::uint32_t op, std::uint32_t body_dwords) noexcept {
   return (3u << 30) | ((body_dwords - 1) << 16) | (op << 8);
@@ -219,6 +252,13 @@ inline std::string same_stream() {
           why += "PM4: dword " + std::to_string(i) + " differs; ";
           break;
         }
+  }
+  {
+    auto a = std::make_unique<aqueduct_pm4_prebuilt_case>();
+    auto b = std::make_unique<peer_pm4_case>();
+    a->publish_with_room(2);
+    b->publish_with_room(2);
+    if (a->m.wptr != b->m.wptr || std::memcmp(a->m.ring, b->m.ring, a->m.wptr * 4) != 0) why += "PM4 prebuilt: the streams differ; ";
   }
   {
     auto a = std::make_unique<aqueduct_sdma_case>();

@@ -10,6 +10,7 @@
 #include <aqueduct/queue/aql_queue.hpp>
 #include <aqueduct/queue/doorbell.hpp>
 #include <aqueduct/queue/pm4_describe.hpp>
+#include <aqueduct/queue/pm4_dispatch_template.hpp>
 #include <aqueduct/queue/pm4_encoder.hpp>
 #include <aqueduct/queue/pm4_queue.hpp>
 #include <aqueduct/queue/ring.hpp>

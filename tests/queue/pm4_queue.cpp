@@ -222,3 +222,156 @@ TEST_CASE("abandoned reservations are given back; unused dwords too; nothing is 
   f.q.describe(d);
   CHECK_MESSAGE(d.find("gfx11+pm4-priv") != std::string::npos, d);
 }
+
+// ---- dispatch templates (queue/pm4_dispatch_template.hpp, issue 11) ----------------------------
+namespace {
+
+// A gfx11 dispatch command written out from spec/packets.md §2.1–2.2 (tinygrad's exec + signal,
+// PACKET3 headers and SH register offsets as literals), for a kernel whose user SGPRs are the
+// dispatch pointer and the kernarg pointer (4 SGPRs), and a completion value to `signal`
+// (64-bit: DATA_SEL 2, else 32-bit: DATA_SEL 1). Nothing here calls the encoder.
+struct gfx11_dispatch {
+  std::uint64_t kd_va = 0x7F0000010000, entry_offset = 256;
+  std::uint32_t rsrc1 = 0x60AF0000, rsrc2 = 0x9C, rsrc3 = 0, lds_bytes = 0;
+  std::uint32_t block = 64, gx = 4, gy = 1, gz = 1;
+  bool wave32 = false;
+  std::uint64_t dispatch_ptr = 0x7F0000030000, kernarg = 0x7F0000020000;
+  std::uint64_t signal = 0x7F0000040000, value = 1;
+  bool b64 = false;
+  std::vector<std::uint32_t> dwords() const {
+    const std::uint64_t pgm = (kd_va + entry_offset) >> 8;
+    const std::uint32_t lds = (lds_bytes + 511) / 512;
+    return {
+        0xC0065800, 0, 0xFFFFFFFF, 0x00FFFFFF, 0, 0, 0xA, 0x3F0,       // ACQUIRE_MEM, GCR 0x3F0
+        0xC0027600, 0x20C, lo(pgm), hi(pgm),                           // COMPUTE_PGM_LO/HI
+        0xC0027600, 0x212, rsrc1, (rsrc2 & ~(0x1FFu << 15)) | (lds << 15),  // RSRC1, RSRC2 (LDS_SIZE)
+        0xC0017600, 0x228, rsrc3,                                      // RSRC3
+        0xC0017600, 0x218, 0,                                          // TMPRING_SIZE
+        0xC0027600, 0x210, 0, 0,                                       // DISPATCH_SCRATCH_BASE
+        0xC0037600, 0x21B, 0, 0, 0,                                    // RESTART_X/Y/Z
+        0xC0047600, 0x240, lo(dispatch_ptr), hi(dispatch_ptr), lo(kernarg), hi(kernarg),  // USER_DATA_0..3
+        0xC0017600, 0x215, 0,                                          // RESOURCE_LIMITS
+        0xC0087600, 0x204, 0, 0, 0, block, 1, 1, 0, 0,                 // START_X..Z, NUM_THREAD_X..Z
+        0xC0031500, gx, gy, gz, wave32 ? 0x8005u : 0x5u,               // DISPATCH_DIRECT
+        0xC0004600, 0x407,                                             // EVENT_WRITE CS_PARTIAL_FLUSH
+        0xC0064900, 0x0070F514, b64 ? 0x40000000u : 0x20000000u, lo(signal), hi(signal), lo(value),
+        b64 ? hi(value) : 0u, 0};                                      // RELEASE_MEM
+  }
+  abi::kernel_descriptor kd() const {
+    abi::kernel_descriptor d{};
+    d.kernel_code_entry_byte_offset = static_cast<std::int64_t>(entry_offset);
+    d.compute_pgm_rsrc1 = rsrc1;
+    d.compute_pgm_rsrc2 = rsrc2;
+    d.compute_pgm_rsrc3 = rsrc3;
+    d.group_segment_fixed_size = lds_bytes;
+    d.kernel_code_properties = static_cast<std::uint16_t>((1u << 1) | (1u << 3) | (wave32 ? (1u << 10) : 0u));  // dispatch ptr, kernarg ptr
+    return d;
+  }
+  aq::ring::pm4::dispatch_params params(const abi::kernel_descriptor& d) const {
+    aq::ring::pm4::dispatch_params p;
+    p.kd = &d;
+    p.kd_va = aq::gpu_va(kd_va);
+    p.grid = {gx, gy, gz};
+    p.block = {block, 1, 1};
+    p.dispatch_ptr = aq::gpu_va(dispatch_ptr);
+    p.kernarg = aq::gpu_va(kernarg);
+    return p;
+  }
+  aq::ring::pm4_completion completion() const {
+    aq::ring::pm4_completion c;
+    c.address = aq::gpu_va(signal);
+    c.value = value;
+    c.b64 = b64;
+    return c;
+  }
+  aq::ring::pm4::dispatch_patch patch() const {
+    return {.grid = {gx, gy, gz}, .kernarg = aq::gpu_va(kernarg), .dispatch_ptr = aq::gpu_va(dispatch_ptr),
+            .completion_address = aq::gpu_va(signal), .completion_value = value};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a prebuilt dispatch template writes the spec's dwords, patched per dispatch") {
+  using T = arch::gfx11_target;
+  fixture<T> f;
+  gfx11_dispatch d;
+  const auto kd = d.kd();
+  const aq::ring::pm4::dispatch_template<T> t(d.params(kd), d.completion());
+  CHECK(t.size() == 65);
+  CHECK(std::vector<std::uint32_t>(t.dwords().begin(), t.dwords().end()) == d.dwords());
+  // Three dispatches with different grids, arguments, dispatch packets and completion values.
+  std::uint64_t w = 0;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    gfx11_dispatch e = d;
+    e.gx = 7 + i, e.gy = 2, e.gz = 3 + i;
+    e.kernarg = 0x7F0000050000 + 0x100 * i + (std::uint64_t{i} << 32);  // both halves change
+    e.dispatch_ptr = 0x7F0000060000 + 0x40 * i + (std::uint64_t{i} << 33);
+    e.signal = 0x7F0000070000 + 8 * i + (std::uint64_t{i} << 34);
+    e.value = 0x100 + i;
+    const auto r = f.q.try_dispatch(t, e.patch());
+    REQUIRE(r.has_value());
+    CHECK(*r == w + 65);
+    CHECK(f.at(w, 65) == e.dwords());
+    w = *r;
+  }
+  CHECK(f.wptr == 195);
+  CHECK(f.doorbells == std::vector<std::uint64_t>{65, 130, 195});
+  CHECK(f.ring[195] == 0xDEADBEEF);  // nothing beyond the write pointer
+}
+
+TEST_CASE("try_dispatch(params) rebuilds its template whenever anything but the patched fields changes") {
+  using T = arch::gfx11_target;
+  fixture<T> f(4096);
+  std::uint64_t w = 0;
+  // Each step changes one thing; every command must equal the spec's dwords for its inputs.
+  std::vector<gfx11_dispatch> steps(9);
+  steps[1].gx = 99, steps[1].kernarg = 0x7F00000A0000, steps[1].value = 5;  // patched fields only
+  steps[2] = steps[1], steps[2].block = 128;                                   // NUM_THREAD_X
+  steps[3] = steps[2], steps[3].rsrc1 = 0x60AF0041;                            // another kernel's RSRC1
+  steps[4] = steps[3], steps[4].lds_bytes = 4096;                              // LDS in RSRC2
+  steps[5] = steps[4], steps[5].kd_va = 0x7F0000110000;                        // program address
+  steps[6] = steps[5], steps[6].b64 = true, steps[6].value = 0x1234567890ull;  // 64-bit completion
+  steps[7] = steps[6], steps[7].wave32 = true;                                 // initiator 0x8005
+  steps[8] = steps[0];                                                         // back to the first
+  for (const gfx11_dispatch& s : steps) {
+    const auto kd = s.kd();
+    const auto r = f.q.try_dispatch(s.params(kd), s.completion());
+    REQUIRE(r.has_value());
+    CHECK(f.at(w, *r - w) == s.dwords());
+    w = *r;
+  }
+  // Same descriptor object, contents changed in place: rebuilt too.
+  gfx11_dispatch s;
+  auto kd = s.kd();
+  f.q.dispatch(s.params(kd), s.completion());
+  w = f.wptr;
+  kd.compute_pgm_rsrc2 = s.rsrc2 = 0x8C;
+  f.q.dispatch(s.params(kd), s.completion());
+  CHECK(f.at(w, 65) == s.dwords());
+}
+
+TEST_CASE("a template dispatch straddles the ring's end; a full ring fails before writing") {
+  using T = arch::gfx11_target;
+  fixture<T> f(256);
+  gfx11_dispatch d;
+  const auto kd = d.kd();
+  const aq::ring::pm4::dispatch_template<T> t(d.params(kd), d.completion());
+  for (int i = 0; i < 3; ++i) REQUIRE(f.q.try_dispatch(t, d.patch()).has_value());  // 195 dwords
+  f.consume();
+  d.gx = 42, d.value = 77;
+  REQUIRE(f.q.try_dispatch(t, d.patch()).value() == 260);  // dwords 195..259: wraps at 256
+  CHECK(f.at(195, 65) == d.dwords());
+  CHECK(f.doorbells.back() == 260);
+  // No consumer: 260 - 195 = 65 dwords in flight, 256 - 65 = 191 free: two more fit, the third not.
+  REQUIRE(f.q.try_dispatch(t, d.patch()).has_value());
+  REQUIRE(f.q.try_dispatch(t, d.patch()).has_value());
+  const auto before = f.ring;
+  const auto doorbells = f.doorbells.size();
+  const auto r = f.q.try_dispatch(t, d.patch(), 1ms);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.get_failure() == aq::errc::queue_full);
+  CHECK(f.ring == before);
+  CHECK(f.wptr == 390);
+  CHECK(f.doorbells.size() == doorbells);
+}

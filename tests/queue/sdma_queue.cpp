@@ -164,3 +164,59 @@ TEST_CASE("tinygrad's wait and timestamp dwords (spec §3.4)") {
                                           0x0000020Du, 0x1000u, 0u};
   CHECK(std::vector<std::uint32_t>(f.ring.begin(), f.ring.begin() + 9) == expect);
 }
+
+// try_copy's direct path (issue 11): the packet goes straight into the ring when it fits before
+// the end and the ring has room; every other case must behave as the reservation path does.
+TEST_CASE("a single-packet copy: COPY_LINEAR dwords, write pointer and doorbell; publish=false defers both") {
+  fixture<engine::v6_0> f(1024);
+  REQUIRE(f.queue->try_copy(gpu_va(0x7F0000200000), gpu_va(0x7F0000100000), 4096));
+  // §3.3 COPY_LINEAR: header op 1 / sub-op 0, count = bytes - 1, parameter 0, src, dst.
+  CHECK(std::vector<std::uint32_t>(f.ring.begin(), f.ring.begin() + 8) ==
+        std::vector<std::uint32_t>{0x00000001u, 4095u, 0u, 0x00100000u, 0x7F00u, 0x00200000u, 0x7F00u, 0u});
+  CHECK(f.wptr == 28);
+  CHECK(f.doorbell == 28);
+  CHECK(f.rings == 1);
+  REQUIRE(f.queue->try_copy(gpu_va(0x3000), gpu_va(0x4000), 1, aqueduct::sync::infinite, false));
+  CHECK(f.wptr == 28);  // not published yet
+  CHECK(f.rings == 1);
+  CHECK(f.ring[7] == 0x00000001u);
+  CHECK(f.ring[8] == 0u);  // 1 byte: count 0
+  REQUIRE(f.queue->try_copy(gpu_va(0x5000), gpu_va(0x6000), 8));
+  CHECK(f.wptr == 84);  // both published by the third copy's doorbell
+  CHECK(f.doorbell == 84);
+  CHECK(f.rings == 2);
+  // SDMA 7: 8 dwords, the DCC dword 0.
+  fixture<engine::v7_0> g(1024);
+  REQUIRE(g.queue->try_copy(gpu_va(0x2000), gpu_va(0x1000), 64));
+  CHECK(std::vector<std::uint32_t>(g.ring.begin(), g.ring.begin() + 8) ==
+        std::vector<std::uint32_t>{0x00000001u, 63u, 0u, 0x1000u, 0u, 0x2000u, 0u, 0u});
+  CHECK(g.wptr == 32);
+}
+
+TEST_CASE("a copy that ends exactly at the ring's end needs no padding; a full ring fails before writing") {
+  fixture<engine::v6_0> f(1024);
+  for (int i = 0; i < 8; ++i) REQUIRE(f.queue->try_fence(gpu_va(0x1000), 1));                    // 128 bytes
+  for (int i = 0; i < 31; ++i) REQUIRE(f.queue->try_copy(gpu_va(0x2000), gpu_va(0x3000), 256));  // 868 bytes
+  CHECK(f.wptr == 996);  // 28 bytes left: the next copy fits exactly
+  f.rptr = 996;
+  REQUIRE(f.queue->try_copy(gpu_va(0x7000), gpu_va(0x6000), 512));
+  CHECK(f.wptr == 1024);  // no padding
+  CHECK(std::vector<std::uint32_t>(f.ring.begin() + 249, f.ring.end()) ==
+        std::vector<std::uint32_t>{0x00000001u, 511u, 0u, 0x6000u, 0u, 0x7000u, 0u});
+  // No consumer from here: 996 bytes free = 35 copies, then 16 bytes: the next one is refused.
+  for (int i = 0; i < 35; ++i) REQUIRE(f.queue->try_copy(gpu_va(0x2000), gpu_va(0x3000), 4, aqueduct::sync::nanoseconds::zero()));
+  CHECK(f.wptr == 2004);
+  const auto before = f.ring;
+  const int rings = f.rings;
+  auto r = f.queue->try_copy(gpu_va(0x2000), gpu_va(0x3000), 4, aqueduct::sync::nanoseconds::zero());
+  REQUIRE_FALSE(r);
+  CHECK(r.get_failure() == errc::queue_full);
+  CHECK_MESSAGE(std::string(r.detail()).find("rptr 996, wptr 2004") != std::string::npos, std::string(r.detail()));
+  CHECK(f.ring == before);
+  CHECK(f.rings == rings);
+  CHECK(f.wptr == 2004);
+  CHECK(f.queue->claimed_offset() == 2004);
+  f.rptr = 1024;  // the engine consumed one copy: room again
+  REQUIRE(f.queue->try_copy(gpu_va(0x2000), gpu_va(0x3000), 4, aqueduct::sync::nanoseconds::zero()));
+  CHECK(f.wptr == 2032);
+}

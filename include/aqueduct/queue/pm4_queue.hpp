@@ -16,6 +16,10 @@
 // A full ring is detected before writing: reserve waits for the read pointer up to a timeout
 // (sync::wait_until, backing off), then fails with errc::queue_full and the queue described — or
 // with the CP's stop (pm4_queue_memory::stopped) once it stopped.
+// A dispatch does not go through a reservation: its command is a dispatch template
+// (queue/pm4_dispatch_template.hpp) — built by the encoder once per kernel and launch shape, kept
+// for the last one used — copied into the claimed dwords and patched (grid, kernarg and
+// dispatch-packet addresses, completion), then the same write pointer and doorbell stores.
 // Operations compose the encoder's packets (queue/pm4_encoder.hpp) the way tinygrad and ROCT do
 // (spec/packets.md §2.1–2.2): dispatch = ACQUIRE_MEM(pre-dispatch) + register setup +
 // DISPATCH_DIRECT + EVENT_WRITE(CS_PARTIAL_FLUSH) + completion RELEASE_MEM (caches written back)
@@ -29,6 +33,7 @@
 #include <aqueduct/core/units.hpp>
 #include <aqueduct/queue/doorbell.hpp>
 #include <aqueduct/queue/pm4_describe.hpp>
+#include <aqueduct/queue/pm4_dispatch_template.hpp>
 #include <aqueduct/queue/pm4_encoder.hpp>
 #include <aqueduct/queue/ring.hpp>
 #include <aqueduct/sync/atomics.hpp>
@@ -54,17 +59,7 @@ struct pm4_queue_memory {
   sync::stop_check stopped{};                     // a wait for room reports the CP's stop (none: never)
 };
 
-// How a command reports completion: RELEASE_MEM at end of pipe, after the caches are written
-// back, writes `value` (32-bit as tinygrad, or 64-bit) to `address`; with `event_id` set, a
-// second RELEASE_MEM writes the id to the KFD event slot `event_mailbox` and raises the
-// interrupt (spec/packets.md §2.2 `signal`, spec/kfd.md §5.3).
-struct pm4_completion {
-  gpu_va address;
-  std::uint64_t value = 0;
-  bool b64 = false;
-  gpu_va event_mailbox;        // 0: no interrupt
-  std::uint32_t event_id = 0;
-};
+// pm4_completion (how a command reports completion): queue/pm4_dispatch_template.hpp.
 
 template <class Target, doorbell Doorbell = doorbell_ref>
 class pm4_queue {
@@ -234,16 +229,33 @@ class pm4_queue {
   // ACQUIRE_MEM (invalidate before) + registers + DISPATCH_DIRECT + CS_PARTIAL_FLUSH + completion
   // RELEASE_MEM (write-back after). Without a completion address, an ACQUIRE_MEM full barrier
   // writes the caches back instead. Returns the write pointer after the command.
+  // The dwords are those of a dispatch template (queue/pm4_dispatch_template.hpp) the queue keeps
+  // for the last kernel and launch shape it dispatched: rebuilt by the encoder when anything but
+  // grid, kernarg, dispatch pointer and completion address/value changes, copied otherwise.
   result<std::uint64_t> try_dispatch(const pm4::dispatch_params& p, const pm4_completion& c = {},
                                      sync::nanoseconds timeout = sync::infinite) {
     AQUEDUCT_ASSERT(p.kd != nullptr, "dispatch needs a kernel descriptor");
-    AQUEDUCT_TRY(auto r, try_reserve(dispatch_command_dwords(*p.kd) + encoder::acquire_mem_dwords, timeout));
-    r.acquire_mem(encoder::pre_dispatch_cntl);
-    r.dispatch(p);
-    r.partial_flush();
-    if (c.address || c.event_mailbox) r.complete(c);
-    if (!c.address) r.acquire_mem(encoder::full_barrier_cntl);
-    return r.commit();
+    pm4::dispatch_patch x;
+    const pm4::dispatch_template<Target>& t = last_dispatch_.get(p, c, x);
+    return try_dispatch(t, x, timeout);
+  }
+  // A prebuilt command (pm4::dispatch_template, built once per kernel and launch shape) with its
+  // per-dispatch fields: claim, one copy, the patches, write pointer, doorbell — no reservation
+  // object. A full ring waits up to `timeout` (then errc::queue_full, nothing written).
+  AQUEDUCT_ALWAYS_INLINE result<std::uint64_t> try_dispatch(const pm4::dispatch_template<Target>& t, const pm4::dispatch_patch& x,
+                                                            sync::nanoseconds timeout = sync::infinite) {
+    AQUEDUCT_ASSERT(!open_, "a PM4 reservation is open");
+    AQUEDUCT_ASSERT(t.size() != 0, "empty dispatch template");
+    ring_span s;
+    if (!reserver_.try_claim(t.size(), s)) [[unlikely]] {
+      AQUEDUCT_TRY(s, claim_slow(t.size(), timeout));
+    }
+    const std::uint32_t first = static_cast<std::uint32_t>(s.begin & (mem_.ring_dwords - 1));
+    if (first + t.size() <= mem_.ring_dwords) [[likely]]
+      t.write(mem_.ring + first, x);
+    else
+      t.write_wrapped(mem_.ring, mem_.ring_dwords, s.begin, x);
+    return committed(s);
   }
   // Completion of everything before it.
   result<std::uint64_t> try_signal(const pm4_completion& c, sync::nanoseconds timeout = sync::infinite) {
@@ -350,6 +362,7 @@ class pm4_queue {
   Doorbell doorbell_;
   ring_reserver<producer::single> reserver_;
   bool open_ = false;
+  pm4::dispatch_template_cache<Target> last_dispatch_;
   std::array<std::uint32_t, max_reservation_dwords> staging_{};
 };
 

@@ -19,7 +19,9 @@
 //     valid bit: the engine consumes exactly up to the pointer it was given.
 // An abandoned reservation is rolled back (nothing was published after it: single producer).
 // Composite operations (copy, fill, signal, wait, timestamp, atomic) reserve per packet, batch the
-// doorbell, and split copies into packets within the engine's limit (`copy_plan`).
+// doorbell, and split copies into packets within the engine's limit (`copy_plan`) — except a
+// one-packet copy that fits before the ring's end in a ring with room, which is written straight
+// into the ring (no reservation object), then published the same way.
 // Thread safety: single producer — one thread at a time submits (the runtime serialises); the
 // engine runs concurrently. The queue must not move while a reservation is alive.
 #pragma once
@@ -147,25 +149,25 @@ class sdma_queue {
 
   // ---- composite operations (each reserves per packet; `publish` rings the doorbell) -----------
   // A copy of any size: COPY_LINEAR packets within encoder::max_copy_bytes (copy_plan).
-  result<void> try_copy(gpu_va dst, gpu_va src, std::uint64_t bytes, sync::nanoseconds timeout = sync::infinite,
-                        bool publish = true) {
-    // One packet (what copy_plan gives for a copy within the engine's limit that it does not
-    // split off a dword tail): no plan to iterate (issue 11: the range pipeline cost ~4x the
-    // packet itself).
+  AQUEDUCT_ALWAYS_INLINE result<void> try_copy(gpu_va dst, gpu_va src, std::uint64_t bytes,
+                                               sync::nanoseconds timeout = sync::infinite, bool publish = true) {
+    // Fast path (issue 11): one packet (what copy_plan gives for a copy within the engine's limit
+    // that it does not split off a dword tail), which fits before the ring's end, in a ring with
+    // room (the cached read pointer, refreshed once if it says no): the dwords go straight into
+    // the ring, then the write pointer and the doorbell — no reservation object, no result to
+    // unwrap, no rollback. Anything else (a split copy, padding at the ring's end, a full ring,
+    // an open reservation) takes copy_slow, which pads, waits or fails exactly as before.
+    constexpr std::uint64_t pkt_bytes = std::uint64_t{encoder::copy_linear_dwords} * 4;
+    const std::uint64_t off = cursor_ & (mem_.ring_bytes - 1);
     const bool split_tail = bytes > 4 && (bytes & 3u) != 0 && dst.aligned(4) && src.aligned(4);
-    if (bytes >= 1 && bytes <= encoder::max_copy_bytes && !split_tail) [[likely]] {
-      AQUEDUCT_TRY(auto r, try_reserve(encoder::copy_linear_dwords, timeout));
-      encoder::copy_linear(r.dwords(), dst, src, bytes);
-      r.commit(publish);
+    if (bytes >= 1 && bytes <= encoder::max_copy_bytes && !split_tail && !live_ && off + pkt_bytes <= mem_.ring_bytes &&
+        room(pkt_bytes)) [[likely]] {
+      encoder::copy_linear(std::span<std::uint32_t>(mem_.ring + off / 4, encoder::copy_linear_dwords), dst, src, bytes);
+      cursor_ += pkt_bytes;
+      if (publish) flush();
       return ok();
     }
-    for (const sdma::copy_chunk c : sdma::copy_plan(dst, src, bytes, encoder::max_copy_bytes)) {
-      AQUEDUCT_TRY(auto r, try_reserve(encoder::copy_linear_dwords, timeout));
-      encoder::copy_linear(r.dwords(), c.dst, c.src, c.bytes);
-      r.commit(false);
-    }
-    if (publish) flush();
-    return ok();
+    return copy_slow(dst, src, bytes, timeout, publish);
   }
   // A dword fill (dst and bytes multiples of 4): CONSTANT_FILL packets within max_fill_bytes.
   result<void> try_fill(gpu_va dst, std::uint32_t value, std::uint64_t bytes, sync::nanoseconds timeout = sync::infinite,
@@ -299,6 +301,26 @@ class sdma_queue {
     return sync::wait_until(
         none, 0, false, sync::wait_policy::block(), timeout, [&] { return room(bytes); },
         [&] { return mem_.stopped.described(*this); }, [&](sync::nanoseconds waited) { return full(n, waited); });
+  }
+
+  // try_copy's general case: one reservation per COPY_LINEAR packet (copy_plan), one doorbell.
+  AQUEDUCT_NOINLINE result<void> copy_slow(gpu_va dst, gpu_va src, std::uint64_t bytes, sync::nanoseconds timeout,
+                                           bool publish) {
+    // One packet: no plan to iterate (issue 11: the range pipeline cost ~4x the packet itself).
+    const bool split_tail = bytes > 4 && (bytes & 3u) != 0 && dst.aligned(4) && src.aligned(4);
+    if (bytes >= 1 && bytes <= encoder::max_copy_bytes && !split_tail) {
+      AQUEDUCT_TRY(auto r, try_reserve(encoder::copy_linear_dwords, timeout));
+      encoder::copy_linear(r.dwords(), dst, src, bytes);
+      r.commit(publish);
+      return ok();
+    }
+    for (const sdma::copy_chunk c : sdma::copy_plan(dst, src, bytes, encoder::max_copy_bytes)) {
+      AQUEDUCT_TRY(auto r, try_reserve(encoder::copy_linear_dwords, timeout));
+      encoder::copy_linear(r.dwords(), c.dst, c.src, c.bytes);
+      r.commit(false);
+    }
+    if (publish) flush();
+    return ok();
   }
 
   template <class F>
