@@ -20,7 +20,6 @@ namespace rt = aqueduct::runtime;
 using namespace graph_test;
 
 namespace {
-bool contains(const std::string& s, const std::string& w) { return s.find(w) != std::string::npos; }
 
 constexpr std::uint32_t chain_len = 64;
 

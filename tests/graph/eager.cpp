@@ -24,7 +24,6 @@ using namespace graph_test;
 using namespace std::chrono_literals;
 
 namespace {
-bool contains(const std::string& s, const std::string& w) { return s.find(w) != std::string::npos; }
 double thread_cpu_ms() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);

@@ -23,7 +23,6 @@ using namespace graph_test;
 using namespace std::chrono_literals;
 
 namespace {
-bool contains(const std::string& s, const std::string& w) { return s.find(w) != std::string::npos; }
 
 // x -(AQL)-> y = a*x + b -(SDMA)-> z = y -(PM4, k nodes)-> v[j] = v[j-1] + c[j] (v[0] = z).
 struct chain {

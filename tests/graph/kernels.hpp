@@ -8,9 +8,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <thread>
 
 namespace graph_test {
+
+// Whether an error text names `w` (the tests check what a message says, not its whole wording).
+inline bool contains(std::string_view s, std::string_view w) { return s.find(w) != std::string_view::npos; }
 
 namespace rt = aqueduct::runtime;
 namespace emu = aqueduct::emu;

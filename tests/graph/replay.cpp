@@ -28,7 +28,6 @@ using namespace graph_test;
 using namespace std::chrono_literals;
 
 namespace {
-bool contains(const std::string& s, const std::string& w) { return s.find(w) != std::string::npos; }
 
 // x -> (AQL) y = a*x + b -> (SDMA) z = y -> (PM4) w = z + c
 struct pipeline {

@@ -168,7 +168,7 @@ class aql_processor : public queue_wakeup {
   // Stops and joins every thread. In-flight workgroups finish; unlaunched packets stay.
   void stop() noexcept {
     preemptor_.halt();
-    if (!request_stop()) return;
+    (void)request_stop();  // (begin_stop may have asked already: join all the same)
     worker_cv_.notify_all();
     idle_cv_.notify_all();
     if (thread_.joinable()) thread_.join();

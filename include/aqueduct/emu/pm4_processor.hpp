@@ -170,7 +170,7 @@ class pm4_processor : public queue_wakeup {
 
   void stop() noexcept {
     preemptor_.halt();
-    if (!request_stop()) return;
+    (void)request_stop();  // (begin_stop may have asked already: join all the same)
     if (thread_.joinable()) thread_.join();
   }
 

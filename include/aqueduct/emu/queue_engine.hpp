@@ -300,6 +300,11 @@ class queue_engine final : public queue_port {
     std::unique_ptr<aql_processor> aql;
     std::unique_ptr<pm4_processor> pm4;
     std::unique_ptr<sdma_engine> sdma;
+    void begin_stop() noexcept {
+      if (aql) aql->begin_stop();
+      if (pm4) pm4->begin_stop();
+      if (sdma) sdma->begin_stop();
+    }
     void stop() noexcept {
       if (aql) aql->stop();
       if (pm4) pm4->stop();
@@ -390,6 +395,11 @@ class queue_engine final : public queue_port {
     pm4_.store(nullptr, std::memory_order_release);
     sdma_.store(nullptr, std::memory_order_release);
     std::shared_ptr<engines> shared(std::move(e));
+    // Asked here, not only by the helper below: an engine whose thread sees the request stops
+    // touching the queue at its next check, even if the helper is not scheduled within `timeout`
+    // (at load 10 on 2 cores it was not, once in ~30 destroys: the engine was abandoned while
+    // running, then read its freed write pointer — tests/graph/replay.cpp's teardown crashed).
+    shared->begin_stop();
     try {
       auto done = std::make_shared<std::promise<void>>();
       auto fut = done->get_future();

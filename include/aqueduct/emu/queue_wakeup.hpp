@@ -46,6 +46,10 @@ class queue_wakeup {
     }
     cv_.notify_all();
   }
+  // Asks the thread to stop at its next check, without waiting (the processor's stop() then joins
+  // it). A queue being destroyed asks at once, so that its engine stops touching the queue's memory
+  // even when the thread that joins it is slow to be scheduled (queue_engine::stop_engines_locked).
+  void begin_stop() noexcept { (void)request_stop(); }
   [[nodiscard]] std::uint64_t doorbell_value() const noexcept { return doorbell_.load(std::memory_order_acquire); }
 
  protected:

@@ -218,15 +218,16 @@ class dispatch_op : public queue_op<dispatch_op<K, P...>, K> {
   args_type args_;
 };
 
-// An SDMA operation given as a submit function (copy, fill, signal, wait, timestamp).
-template <class Submit>
-class sdma_op : public queue_op<sdma_op<Submit>, runtime::sdma_t> {
+// A PM4 or SDMA operation given as a submit function (SDMA copy, fill, signal, wait, timestamp;
+// PM4 signal, wait, timestamp), recorded as the node `proto` when captured.
+template <runtime::queue_kind K, class Submit>
+class submit_op : public queue_op<submit_op<K, Submit>, K> {
  public:
-  static constexpr const char* name = "SDMA operation";
-  sdma_op(runtime::sdma_queue& q, const char* what, Submit s, node proto)
+  static constexpr const char* name = std::same_as<K, runtime::sdma_t> ? "SDMA operation" : "PM4 operation";
+  submit_op(typename K::queue_type& q, const char* what, Submit s, node proto)
       : q_(&q), what_(what), submit_(std::move(s)), proto_(std::move(proto)) {}
-  result<runtime::sdma_ticket> submit() { return submit_(*q_); }
-  [[nodiscard]] std::string describe() const { return std::string("SDMA ") + what_; }
+  result<runtime::ticket<K>> submit() { return submit_(*q_); }
+  [[nodiscard]] std::string describe() const { return std::string(std::same_as<K, runtime::sdma_t> ? "SDMA " : "PM4 ") + what_; }
   node_id record(capture_strand& s, const std::source_location& loc) {
     node n = std::move(proto_);
     if (n.kind != node_kind::signal_wait) n.queue = binding_of(*q_);  // a wait is placed on its consumers
@@ -236,41 +237,23 @@ class sdma_op : public queue_op<sdma_op<Submit>, runtime::sdma_t> {
   }
 
  private:
-  runtime::sdma_queue* q_;
+  typename K::queue_type* q_;
   const char* what_;
   Submit submit_;
   node proto_;
 };
 
-// A PM4 signal record, signal wait or timestamp: its packets (encoded by the queue, as replay
-// encodes them) submitted with the queue's completion. The packets go through one reused
-// per-thread buffer: nothing is allocated in steady state.
+// A PM4 operation's packets (encoded by the queue, as replay encodes them) submitted with the
+// queue's completion, through one reused per-thread buffer: nothing is allocated in steady state.
 template <class Encode>
-class pm4_op : public queue_op<pm4_op<Encode>, runtime::pm4_t> {
- public:
-  static constexpr const char* name = "PM4 operation";
-  pm4_op(runtime::pm4_queue& q, const char* what, Encode e, node proto) : q_(&q), what_(what), encode_(std::move(e)), proto_(std::move(proto)) {}
-  result<runtime::pm4_ticket> submit() {
+[[nodiscard]] auto pm4_submit(Encode e) {
+  return [e = std::move(e)](runtime::pm4_queue& q) {
     thread_local runtime::command_buffer cmds;
     cmds.clear();
-    encode_(*q_, cmds);
-    return q_->try_submit(cmds);
-  }
-  [[nodiscard]] std::string describe() const { return std::string("PM4 ") + what_; }
-  node_id record(capture_strand& s, const std::source_location& loc) {
-    node n = std::move(proto_);
-    if (n.kind != node_kind::signal_wait) n.queue = binding_of(*q_);  // a wait is placed on its consumers
-    n.label = std::move(this->label_);
-    n.where = loc;
-    return detail::record(s, std::move(n));
-  }
-
- private:
-  runtime::pm4_queue* q_;
-  const char* what_;
-  Encode encode_;
-  node proto_;
-};
+    e(q, cmds);
+    return q.try_submit(cmds);
+  };
+}
 
 // An AQL barrier-AND on up to five signals (later packets of the queue wait for them).
 class aql_barrier_op : public queue_op<aql_barrier_op, runtime::aql_t> {
@@ -567,12 +550,13 @@ class queue_ref {
 
  private:
   template <class F>
-  [[nodiscard]] detail::pm4_op<F> pm4(F f, const char* what, node proto) const {
-    return detail::pm4_op<F>(*q_, what, std::move(f), std::move(proto));
+  [[nodiscard]] auto pm4(F encode, const char* what, node proto) const {
+    auto submit = detail::pm4_submit(std::move(encode));
+    return detail::submit_op<runtime::pm4_t, decltype(submit)>(*q_, what, std::move(submit), std::move(proto));
   }
   template <class F>
-  [[nodiscard]] detail::sdma_op<F> sdma(F f, const char* what, node proto) const {
-    return detail::sdma_op<F>(*q_, what, std::move(f), std::move(proto));
+  [[nodiscard]] detail::submit_op<runtime::sdma_t, F> sdma(F f, const char* what, node proto) const {
+    return detail::submit_op<runtime::sdma_t, F>(*q_, what, std::move(f), std::move(proto));
   }
   queue_type* q_;
 };
