@@ -1,5 +1,5 @@
-// emu/isa: gfx11/gfx12 buffer memory (MUBUF / VBUFFER, s_buffer_load) against the ISA guides'
-// rules written out here, for gfx1100 and gfx1201.
+// emu/isa: gfx11/gfx12 buffer memory (MUBUF / VBUFFER, s_buffer_load) and DPP16/DPP8 against
+// the ISA guides' rules written out here, for gfx1100 and gfx1201.
 //
 // Programs are assembled at test time by llvm-mc-19 (wave64) and run as one wave on the
 // interpreter. The expected values are computed in this file from the rules the RDNA3/RDNA4 ISA
@@ -7,7 +7,10 @@
 // interpreter: the buffer address (unswizzled: base + soffset + index * stride + offset;
 // swizzled: elements interleaved by index_stride lanes), out-of-range loads reading 0 per dword
 // component, stores dropped, atomics all or nothing (returning 0), s_buffer_load's dwords past
-// num_records reading 0.
+// num_records reading 0; DPP's lane selection per control (rows of 16, quad_perm, shifts,
+// rotates, mirrors, row_share, row_xmask, DPP8's 8-lane selects), row/bank masks leaving lanes
+// unwritten, bound_ctrl (an invalid or inactive source reads 0, else the lane is not written),
+// fi (inactive source lanes are read), neg/abs, the VOP3 and VOPC forms.
 #include <aqueduct/emu/isa.hpp>
 
 #include <doctest/doctest.h>
@@ -16,7 +19,10 @@
 #include "isa_asm.hpp"
 
 #include <atomic>
+#include <bit>
+#include <cmath>
 #include <cstdint>
+#include <functional>
 #include <cstring>
 #include <set>
 #include <string>
@@ -37,6 +43,8 @@ struct wave_run {
   aq_test::test_vm vm;
   std::vector<u32> code_mem;
 
+  u32 v1[64] = {}, v2[64] = {};  // initial v1, v2
+
   void run(const isa::target& t, const std::vector<u32>& code, const u32 (&sgprs)[40], u64 exec = ~0ull) {
     code_mem.assign(code.size() + 64, 0u);
     u32* at = code_mem.data() + (64 - (reinterpret_cast<std::uintptr_t>(code_mem.data()) / 4) % 64);
@@ -48,10 +56,10 @@ struct wave_run {
     ws.exec = exec;
     ws.active_lanes = 64;
     for (int i = 0; i < 40; ++i) ws.sgpr[i] = sgprs[i];
-    for (unsigned l = 0; l < 64; ++l) ws.v0[l] = l;
+    for (unsigned l = 0; l < 64; ++l) ws.v0[l] = l, ws.v1[l] = v1[l], ws.v2[l] = v2[l];
     isa::run_params rp;
     rp.entry = reinterpret_cast<std::uintptr_t>(at);
-    rp.vgprs = 32;
+    rp.vgprs = 48;
     rp.rsrc1 = 1u << 23;
     std::atomic<std::int64_t> budget{1 << 20};
     it->run(rp, std::span<const emu::wave_state>(&ws, 1), {}, budget);
@@ -169,7 +177,107 @@ void run_buffers(const char* mcpu, const isa::target& t) {
   CHECK(bad == 0);
 }
 
+// ---- DPP16 / DPP8 on one wave64 (rows of 16 lanes), EXEC = s[2:3] with lanes off.
+// Each case writes its own VGPR (v8 + k), set to 0x5555 first: lanes the DPP form does not
+// write keep it. The expected value of each lane is computed from the ISA guides' DPP rules:
+// `src` gives the lane src0 is read from (-1: out of range).
+struct dpp_case {
+  const char* text;  // the instruction, "vD" for the destination
+  std::function<int(unsigned)> src;
+  unsigned row_mask = 0xF, bank_mask = 0xF;
+  bool bound_ctrl = false, fi = false, dpp8 = false;
+  std::function<u32(u32 s0, unsigned l)> op;  // the operation on the permuted src0 and lane l's other inputs
+};
+
+void run_dpp(const char* mcpu, const isa::target& t) {
+  INFO("target " << mcpu);
+  wave_run r;
+  for (unsigned l = 0; l < 64; ++l) r.v1[l] = l * 0x01000193u + 7u, r.v2[l] = (l * 2654435761u) >> 7;
+  const u64 exec = 0xF7FF'FFEF'BFFF'FDFEull;  // lanes 0, 9, 30, 36, 59 off
+  auto f = [](u32 x) { return static_cast<float>(x); };
+  auto add = [&](u32 s0, unsigned l) { return s0 + r.v2[l]; };
+  auto within = [](unsigned l, int s) { return static_cast<int>(l & ~15u) + s; };  // a lane of l's row
+  auto in_row = [](unsigned l, int d) { const int x = static_cast<int>(l & 15) + d; return x >= 0 && x <= 15 ? static_cast<int>(l) + d : -1; };
+  std::vector<dpp_case> cases = {
+      {"v_add_nc_u32_dpp vD, v1, v2 quad_perm:[3,1,0,2] row_mask:0xf bank_mask:0xf",
+       [](unsigned l) { const int p[4] = {3, 1, 0, 2}; return static_cast<int>(l & ~3u) + p[l & 3]; }, 0xF, 0xF, false, false, false, add},
+      {"v_add_nc_u32_dpp vD, v1, v2 row_shl:3 row_mask:0xf bank_mask:0xf bound_ctrl:1",
+       [&](unsigned l) { return in_row(l, 3); }, 0xF, 0xF, true, false, false, add},
+      {"v_add_nc_u32_dpp vD, v1, v2 row_shr:5 row_mask:0xf bank_mask:0xf",
+       [&](unsigned l) { return in_row(l, -5); }, 0xF, 0xF, false, false, false, add},
+      {"v_add_nc_u32_dpp vD, v1, v2 row_ror:7 row_mask:0xf bank_mask:0xf",
+       [&](unsigned l) { return within(l, static_cast<int>((l + 16 - 7) & 15)); }, 0xF, 0xF, false, false, false, add},
+      {"v_add_nc_u32_dpp vD, v1, v2 row_mirror row_mask:0xf bank_mask:0xf bound_ctrl:1",
+       [&](unsigned l) { return within(l, 15 - static_cast<int>(l & 15)); }, 0xF, 0xF, true, false, false, add},
+      {"v_add_nc_u32_dpp vD, v1, v2 row_half_mirror row_mask:0xf bank_mask:0xf",
+       [](unsigned l) { return static_cast<int>(l & ~7u) + 7 - static_cast<int>(l & 7); }, 0xF, 0xF, false, false, false, add},
+      {"v_add_nc_u32_dpp vD, v1, v2 row_share:9 row_mask:0xf bank_mask:0xf bound_ctrl:1 fi:1",
+       [&](unsigned l) { return within(l, 9); }, 0xF, 0xF, true, true, false, add},
+      {"v_add_nc_u32_dpp vD, v1, v2 row_xmask:6 row_mask:0x5 bank_mask:0xa",
+       [&](unsigned l) { return within(l, static_cast<int>((l & 15) ^ 6)); }, 0x5, 0xA, false, false, false, add},
+      {"v_add_nc_u32_dpp vD, v1, v2 row_shr:1 row_mask:0xf bank_mask:0xf fi:1",
+       [&](unsigned l) { return in_row(l, -1); }, 0xF, 0xF, false, true, false, add},
+      {"v_add_nc_u32_dpp vD, v1, v2 dpp8:[7,6,5,4,3,2,1,0]",
+       [](unsigned l) { return static_cast<int>(l & ~7u) + 7 - static_cast<int>(l & 7); }, 0xF, 0xF, false, false, true, add},
+      {"v_add_nc_u32_dpp vD, v1, v2 dpp8:[1,1,3,3,5,5,0,2] fi:1",
+       [](unsigned l) { const int p[8] = {1, 1, 3, 3, 5, 5, 0, 2}; return static_cast<int>(l & ~7u) + p[l & 7]; }, 0xF, 0xF, false, true, true, add},
+      {"v_sub_f32_dpp vD, -v3, |v4| quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf bound_ctrl:1",
+       [](unsigned l) { return static_cast<int>(l ^ 1); }, 0xF, 0xF, true, false, false,
+       [&](u32 s0, unsigned l) { return std::bit_cast<u32>(-std::bit_cast<float>(s0) - std::fabs(f(r.v2[l]))); }},
+      {"v_max_u32_e64_dpp vD, v1, v2 row_shr:2 row_mask:0xf bank_mask:0xf bound_ctrl:1",
+       [&](unsigned l) { return in_row(l, -2); }, 0xF, 0xF, true, false, false, [&](u32 s0, unsigned l) { return std::max(s0, r.v2[l]); }},
+      {"v_add3_u32_e64_dpp vD, v1, v2, v0 row_xmask:1 row_mask:0xf bank_mask:0xf",
+       [&](unsigned l) { return within(l, static_cast<int>((l & 15) ^ 1)); }, 0xF, 0xF, false, false, false,
+       [&](u32 s0, unsigned l) { return s0 + r.v2[l] + l; }},
+  };
+  std::string text = "v_cvt_f32_u32 v3, v1\nv_cvt_f32_u32 v4, v2\n";
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    std::string ins = cases[k].text;
+    ins.replace(ins.find("vD"), 2, "v" + std::to_string(8 + k));
+    text += "v_mov_b32 v" + std::to_string(8 + k) + ", 0x5555\ns_mov_b64 exec, s[2:3]\n" + ins + "\ns_mov_b64 exec, -1\n";
+  }
+  // Compares (every active lane written): VCC and an SGPR pair, all lanes on.
+  text += "v_cmp_gt_u32 vcc, v1, v2 quad_perm:[2,3,0,1] row_mask:0xf bank_mask:0xf\n"
+          "v_cmp_gt_u32_e64_dpp s[10:11], v1, v2 row_mirror row_mask:0xf bank_mask:0xf bound_ctrl:1\n"
+          "s_endpgm\n";
+  const auto progs = aq_test::assemble(AQUEDUCT_TEST_LLVM_MC, mcpu, text);
+  REQUIRE(progs.size() == 1);
+  u32 s[40] = {};
+  s[2] = static_cast<u32>(exec), s[3] = static_cast<u32>(exec >> 32);
+  r.run(t, progs[0], s);
+  int bad = 0;
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    const dpp_case& c = cases[k];
+    for (unsigned l = 0; l < 64; ++l) {
+      u32 want = 0x5555;
+      const bool written = ((exec >> l) & 1) && (c.dpp8 || (((c.row_mask >> (l / 16)) & 1) && ((c.bank_mask >> ((l / 4) & 3)) & 1)));
+      if (written) {
+        const int sl = c.src(l);
+        const bool valid = sl >= 0 && sl < 64 && (c.fi || ((exec >> sl) & 1));
+        // src0 is v1, or v3 = float(v1) for the float case
+        const u32 s0 = valid ? (std::string(c.text).find("-v3") != std::string::npos ? std::bit_cast<u32>(f(r.v1[sl])) : r.v1[sl]) : 0u;
+        if (valid || c.bound_ctrl || c.dpp8) want = c.op(s0, l);
+      }
+      const u32 got = r.v(8 + static_cast<unsigned>(k), l);
+      if (got != want && bad++ < 16) MESSAGE(c.text << " lane " << l << ": got 0x" << std::hex << got << ", want 0x" << want);
+    }
+  }
+  u64 vcc = 0, s10 = 0;
+  for (unsigned l = 0; l < 64; ++l) {
+    vcc |= u64(r.v1[(l & ~3u) | ((l & 3) ^ 2)] > r.v2[l]) << l;
+    s10 |= u64(r.v1[(l & ~15u) | (15 - (l & 15))] > r.v2[l]) << l;
+  }
+  CHECK((u64(r.s(107)) << 32 | r.s(106)) == vcc);
+  CHECK((u64(r.s(11)) << 32 | r.s(10)) == s10);
+  CHECK(bad == 0);
+}
+
 }  // namespace
+
+TEST_CASE("gfx11 and gfx12 DPP16 and DPP8: every control family, masks, bound_ctrl, fi, modifiers, VOP3 and VOPC forms") {
+  run_dpp("gfx1100", isa::gfx11_target);
+  run_dpp("gfx1201", isa::gfx12_target);
+}
 
 TEST_CASE("gfx11 MUBUF and gfx12 VBUFFER loads, stores, atomics and s_buffer_load through a V#") {
   run_buffers("gfx1100", isa::gfx11_target);

@@ -64,6 +64,7 @@ struct loaded_kernel {
   std::uint64_t kernarg_segment_align = 0;
   std::uint32_t group_segment_fixed_size = 0;
   std::uint32_t private_segment_fixed_size = 0;
+  bool uses_dynamic_stack = false;  // metadata .uses_dynamic_stack (recursion, indirect calls, dynamic allocas)
   std::uint32_t wavefront_size = 0;
   std::vector<kernel_arg> args;  // explicit and hidden, offsets from the metadata
   kernel_code_kind code_kind = kernel_code_kind::gfx_isa;
@@ -256,6 +257,7 @@ result<loaded_executable<A>> try_load(const code_object& co, A& alloc) {
     lk.kernarg_segment_align = km->kernarg_segment_align;
     lk.group_segment_fixed_size = lk.descriptor.group_segment_fixed_size;
     lk.private_segment_fixed_size = lk.descriptor.private_segment_fixed_size;
+    lk.uses_dynamic_stack = km->uses_dynamic_stack;
     lk.wavefront_size = km->wavefront_size;
     lk.args = km->args;
     lk.code_kind = kernel_code_kind::gfx_isa;

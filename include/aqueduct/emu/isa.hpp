@@ -23,8 +23,8 @@
 
 namespace aqueduct::emu::isa {
 
-inline constexpr target gfx11_target{arch::family::gfx11, "gfx11", &decode_gfx11, 1ull << 48, 2ull << 48, false, false, true, true};
-inline constexpr target gfx12_target{arch::family::gfx12, "gfx12", &decode_gfx12, 1ull << 48, 2ull << 48, false, false, false, true};
+inline constexpr target gfx11_target{arch::family::gfx11, "gfx11", &decode_gfx11, 1ull << 48, 2ull << 48, false, false, true, true, true};
+inline constexpr target gfx12_target{arch::family::gfx12, "gfx12", &decode_gfx12, 1ull << 48, 2ull << 48, false, false, false, true, true};
 // CDNA: gfx90a (MI200) and gfx942 (MI300): 16-bit results zero the high half, v_cmpx also
 // writes its SGPR destination.
 inline constexpr target gfx90a_target{arch::family::gfx90a, "gfx90a", &decode_gfx90a, 1ull << 48, 2ull << 48, true, true};

@@ -91,6 +91,20 @@ struct hidden_arg_offsets {
   }
 };
 
+// Private memory per work-item a dispatch of `k` asks for. A kernel whose stack depth is not known
+// at compile time (metadata .uses_dynamic_stack: recursion, indirect calls, dynamic allocas; its
+// private_segment_fixed_size covers one frame only) gets the device stack size — HIP's default,
+// 1024 bytes per work-item — or its fixed size if larger, as CLR sizes it (ROCm/clr
+// rocclr/device/rocm/rocvirtual.cpp: the dispatch's private_segment_size for a kernel with a
+// dynamic call stack is max(device stack size, private segment size), capped at 16 KiB;
+// rocclr/device/device.hpp stack_size_{1024}). Unlike CLR, a fixed size above 16 KiB is kept
+// (capping it would undersize the kernel's own frame). There is no hipDeviceSetLimit here yet.
+inline constexpr std::uint32_t dynamic_stack_bytes = 1024;
+[[nodiscard]] inline std::uint32_t dispatch_private_segment_size(const code::loaded_kernel& k) noexcept {
+  if (!k.uses_dynamic_stack) return k.private_segment_fixed_size;
+  return k.private_segment_fixed_size > dynamic_stack_bytes ? k.private_segment_fixed_size : dynamic_stack_bytes;
+}
+
 // What a dispatch needs of a loaded kernel: the descriptor's GPU address (AQL kernel_object), the
 // sizes a dispatch packet repeats, the descriptor's host copy (a PM4 dispatch writes the
 // registers from it) and the metadata's argument list (explicit and hidden; empty when the kernel
@@ -229,7 +243,7 @@ class executable {
   }
   [[nodiscard]] untyped_kernel info_of(const code::loaded_kernel& k) const {
     return untyped_kernel{k.name,          k.kernel_object, static_cast<std::uint32_t>(k.kernarg_segment_size),
-                          k.group_segment_fixed_size, k.private_segment_fixed_size, k.code_kind, k.descriptor,
+                          k.group_segment_fixed_size, dispatch_private_segment_size(k), k.code_kind, k.descriptor,
                           std::span<const code::kernel_arg>(k.args), hidden_arg_offsets::of(k.args), loaded_};
   }
 

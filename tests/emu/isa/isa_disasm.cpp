@@ -260,6 +260,33 @@ std::string scalar_operands(const isa::insn& d) {
   }
 }
 
+// The DPP16 / DPP8 modifiers after a DPP form's operands, as LLVM prints them.
+std::string dpp_suffix(const isa::insn& d) {
+  const std::uint32_t x = d.literal;
+  char b[96];
+  if (d.e == enc::dpp8) {
+    std::string r = " dpp8:[";
+    for (unsigned i = 0; i < 8; ++i) r += (i ? "," : "") + std::to_string((x >> (8 + 3 * i)) & 7);
+    return r + "]" + (d.dpp_fi ? " fi:1" : "");
+  }
+  const unsigned c = (x >> 8) & 0x1FF, n = c & 15;
+  std::string r;
+  if (c <= 0xFF) std::snprintf(b, sizeof b, " quad_perm:[%u,%u,%u,%u]", c & 3, (c >> 2) & 3, (c >> 4) & 3, (c >> 6) & 3), r = b;
+  else if (c >= 0x101 && c <= 0x10F) r = " row_shl:" + std::to_string(n);
+  else if (c >= 0x111 && c <= 0x11F) r = " row_shr:" + std::to_string(n);
+  else if (c >= 0x121 && c <= 0x12F) r = " row_ror:" + std::to_string(n);
+  else if (c == 0x140) r = " row_mirror";
+  else if (c == 0x141) r = " row_half_mirror";
+  else if (c >= 0x150 && c <= 0x15F) r = " row_share:" + std::to_string(n);
+  else if (c >= 0x160 && c <= 0x16F) r = " row_xmask:" + std::to_string(n);
+  else r = " dpp_ctrl:?";
+  std::snprintf(b, sizeof b, " row_mask:0x%x bank_mask:0x%x", (x >> 28) & 0xF, (x >> 24) & 0xF);
+  r += b;
+  if ((x >> 19) & 1) r += " bound_ctrl:1";
+  if ((x >> 18) & 1) r += " fi:1";
+  return r;
+}
+
 std::string print(const isa::insn& d) {
   if (d.e == enc::invalid) return "illegal";
   if (d.e == enc::vopd) {
@@ -271,6 +298,12 @@ std::string print(const isa::insn& d) {
   switch (d.e) {
     case enc::vop1: case enc::vop2: case enc::vopc: case enc::vop3: ops = valu_operands(d); break;
     case enc::vop3p: ops = vop3p_operands(d); break;
+    case enc::dpp: case enc::dpp8: {  // the base form's operands, then the DPP modifiers
+      isa::insn base = d;
+      base.e = d.dpp_of;
+      ops = valu_operands(base) + dpp_suffix(d);
+      break;
+    }
     case enc::ds: case enc::flat: case enc::global: case enc::scratch: case enc::mubuf: case enc::vbuffer:
       ops = d.o == op::buffer_gl0_inv || d.o == op::buffer_gl1_inv ? "" : memory_operands(d);
       break;

@@ -83,6 +83,31 @@ def gfx11_encodings():
                                    [(0x38 << 26) | (op << 18), 0]]),
     ]
 
+def dpp_encodings():
+    """The DPP16 and DPP8 forms of VOP1/VOP2/VOPC/VOP3 (gfx11 and gfx12 alike): checked against LLVM,
+    not tabled (they decode through their base encoding's entry). The DPP word varies with the
+    opcode so every control family, the masks, bound_ctrl and fi are seen."""
+    V = lambda r: 256 + r
+    def dpp16(op, mods=0):
+        ctrl = [(op * 37) & 0xFF, 0x101 + op % 15, 0x111 + op % 15, 0x121 + op % 15, 0x140, 0x141,
+                0x150 + op % 16, 0x160 + op % 16][op % 8]
+        return (2 | (ctrl << 8) | ((op % 2) << 19) | (((op // 2) % 2) << 18) | ((0xF if op % 5 else 0x5) << 24)
+                | ((0xF if op % 3 else 0xA) << 28) | mods)
+    def dpp8(op):
+        sel = [(op + 3 * i) % 8 for i in range(8)]
+        return 2 | sum(v << (8 + 3 * i) for i, v in enumerate(sel))
+    src0 = lambda op: 0xE9 + op % 2  # DPP8 without / with fi
+    vop3 = [V(6) << 9 | V(8) << 18, V(6) << 9, 0, 6 << 9]
+    return [
+        ("vop1_dpp16", 256, lambda op: [[(0x3F << 25) | (4 << 17) | (op << 9) | 0xFA, dpp16(op, m)] for m in (1 << 20 | 1 << 21, 0)]),
+        ("vop2_dpp16", 62, lambda op: [[(op << 25) | (4 << 17) | (6 << 9) | 0xFA, dpp16(op, m)] for m in (1 << 20 | 1 << 22, 0)]),
+        ("vopc_dpp16", 256, lambda op: [[(0x3E << 25) | (op << 17) | (6 << 9) | 0xFA, dpp16(op, m)] for m in (1 << 21 | 1 << 22, 0)]),
+        ("vop3_dpp16", 1024, lambda op: [[(0x35 << 26) | (op << 16) | 4, 0xFA | b, dpp16(op)] for b in vop3]),
+        ("vop1_dpp8", 256, lambda op: [[(0x3F << 25) | (4 << 17) | (op << 9) | src0(op), dpp8(op)]]),
+        ("vop2_dpp8", 62, lambda op: [[(op << 25) | (4 << 17) | (6 << 9) | src0(op), dpp8(op)]]),
+        ("vop3_dpp8", 1024, lambda op: [[(0x35 << 26) | (op << 16) | 4, src0(op) | b, dpp8(op)] for b in vop3]),
+    ]
+
 def gfx12_encodings():
     """gfx11's encodings with gfx12's SMEM and VFLAT/VGLOBAL/VSCRATCH layouts."""
     keep = [e for e in gfx11_encodings() if e[0] not in ("smem", "flat", "global", "scratch", "mubuf")]
@@ -117,8 +142,8 @@ GFX12_ALIASES = {
 
 
 TARGETS = {
-    "gfx1100": dict(gen="gfx11", mcpu="gfx1100", mattr="+wavefrontsize32", encodings=gfx11_encodings, aliases={}),
-    "gfx1201": dict(gen="gfx12", mcpu="gfx1201", mattr="+wavefrontsize32", encodings=gfx12_encodings, aliases=GFX12_ALIASES),
+    "gfx1100": dict(gen="gfx11", mcpu="gfx1100", mattr="+wavefrontsize32", encodings=lambda: gfx11_encodings() + dpp_encodings(), aliases={}),
+    "gfx1201": dict(gen="gfx12", mcpu="gfx1201", mattr="+wavefrontsize32", encodings=lambda: gfx12_encodings() + dpp_encodings(), aliases=GFX12_ALIASES),
 }
 
 # ------------------------------------------------------------------------------------ llvm-mc
@@ -165,6 +190,8 @@ def llvm_mc(mcpu, mattr, candidates):
 
 def mnemonic(text):
     m = text.split()[0] if text else ""
+    if m.endswith("_dpp"):
+        m = m[: -len("_dpp")]
     for suf in ("_e32", "_e64"):
         if m.endswith(suf):
             m = m[: -len(suf)]
@@ -228,6 +255,8 @@ def enumerate_target(t):
 def table_rows(t, found, ops):
     rows = []
     for enc, codes in found.items():
+        if "_dpp" in enc:
+            continue  # DPP forms: checked, decoded through their base encoding's entry
         for code, (text, name, _) in sorted(codes.items()):
             if enc == "vop3" and code < 512:
                 base_enc, base = ("vopc", code) if code < 256 else ("vop2", code - 256) if code < 384 else ("vop1", code - 384)
@@ -329,7 +358,9 @@ stale). For each encoding the interpreter decodes: how many of the opcodes llvm-
 disassembles for the target are implemented, and the ones that are not (such an instruction
 ends the dispatch with a queue error naming it). VOP3 counts only VOP3-only opcodes; the VOP3
 forms of VOP1/VOP2/VOPC opcodes follow their 32-bit entries. Encodings not decoded at all
-(MTBUF, MIMG, EXP, VINTERP, LDSDIR; DPP and SDWA forms) fault as illegal/unsupported.
+(MTBUF, MIMG, EXP, VINTERP, LDSDIR; VOP3P DPP forms) fault as illegal/unsupported. The DPP16/DPP8 forms of
+VOP1/VOP2/VOPC/VOP3 opcodes follow their base entries (64-bit operations and the 32-bit forms of
+16-bit ones excepted: unsupported).
 """
 
 def coverage_section(target, rows):

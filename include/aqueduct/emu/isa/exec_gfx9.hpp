@@ -1,5 +1,5 @@
-// aqueduct/emu/isa/exec_gfx9.hpp — what only gfx9/CDNA has: SDWA operand selection, gfx9 DPP and
-// packed f32.
+// aqueduct/emu/isa/exec_gfx9.hpp — what only gfx9/CDNA has: SDWA operand selection and packed
+// f32 (DPP, shared with gfx11/gfx12, is in emu/isa/exec_dpp.hpp).
 //
 // Layer: emu. Definitions of interpreter members (emu/isa/interpreter.hpp).
 // SDWA (Vega / CDNA ISA guides, "SDWA"): each source is a byte, word or dword of its operand
@@ -93,79 +93,6 @@ inline void interpreter::exec_sdwa(wave& w, const insn& d) {
     exec_valu(w, x);
   }
   each_lane(ex, [&](unsigned l) { D[l] = sdwa_place(R[l], D[l], d.sdwa_dst_sel, d.sdwa_dst_unused); });
-}
-
-// gfx9 DPP (VOP1/VOP2 with a DPP dword; LLVM's dpp_ctrl encodings, the GCN/CDNA DPP rules):
-// each lane's src0 comes from another lane of the wave64 — quad_perm, row_shl/shr/ror (within
-// 16-lane rows), wave_shl/rol/shr/ror by one, row_mirror, row_half_mirror, row_bcast:15/31.
-// A lane whose row (row_mask) or bank (lanes 4k..4k+3 of a row, bank_mask) is masked off is not
-// written. A source lane out of range or inactive reads 0 when bound_ctrl is set, otherwise
-// the lane is not written. The operation then runs as its VOP3 form (src0 abs/neg from the DPP
-// dword) on the permuted src0 in a spare column; compares and 64-bit operations are refused.
-inline void interpreter::exec_dpp(wave& w, const insn& d) {
-  using namespace detail;
-  const op_info& in = info(d.o);
-  if (is_compare(d.o)) unsupported(w, d, "DPP form of a compare");
-  for (kind k : {in.dst, in.src[0], in.src[1]})
-    if (dwords_of(k) == 2) unsupported(w, d, "DPP form of a 64-bit operation");
-  const std::uint32_t x = d.literal;
-  const unsigned ctrl = (x >> 8) & 0x1FF, row_mask = (x >> 28) & 0xF, bank_mask = (x >> 24) & 0xF;
-  const bool bound_zero = (x >> 19) & 1;
-  auto source = [&](unsigned l) -> int {  // the lane src0 is read from, -1: out of range
-    const int i = static_cast<int>(l), r = i & 15, n = static_cast<int>(ctrl & 15);
-    if (ctrl <= 0xFF) return (i & ~3) | static_cast<int>((ctrl >> (2 * (l & 3))) & 3);  // quad_perm
-    if (ctrl >= 0x101 && ctrl <= 0x10F) return r + n <= 15 ? i + n : -1;              // row_shl
-    if (ctrl >= 0x111 && ctrl <= 0x11F) return r >= n ? i - n : -1;                   // row_shr
-    if (ctrl >= 0x121 && ctrl <= 0x12F) return (i & ~15) | ((r - n) & 15);            // row_ror
-    switch (ctrl) {
-      case 0x130: return i < 63 ? i + 1 : -1;  // wave_shl:1
-      case 0x134: return (i + 1) & 63;         // wave_rol:1
-      case 0x138: return i > 0 ? i - 1 : -1;   // wave_shr:1
-      case 0x13C: return (i - 1) & 63;         // wave_ror:1
-      case 0x140: return (i & ~15) | (15 - r);             // row_mirror
-      case 0x141: return (i & ~7) | (7 - (i & 7));         // row_half_mirror
-      case 0x142: return i >= 16 ? (i & ~15) - 1 : -1;     // row_bcast:15
-      case 0x143: return i >= 32 ? 31 : -1;                // row_bcast:31
-      default: return -2;
-    }
-  };
-  const std::uint64_t ex = w.exec();
-  const std::uint32_t* S = vcol(w, d.src[0] - op_vgpr0);
-  const unsigned tmp = vgprs_;
-  std::uint32_t* T = w.v + std::size_t(tmp) * 64;
-  std::uint64_t run = 0;  // the lanes that compute and write
-  for (unsigned l = 0; l < w.lanes; ++l) {
-    if (!((ex >> l) & 1) || !((row_mask >> (l >> 4)) & 1) || !((bank_mask >> ((l >> 2) & 3)) & 1)) continue;
-    const int s = source(l);
-    if (s == -2) unsupported(w, d, "DPP control not defined for gfx9 in");
-    if (s < 0 || s >= static_cast<int>(w.lanes) || !((ex >> s) & 1)) {
-      if (!bound_zero) continue;
-      T[l] = 0;
-    } else {
-      T[l] = S[s];
-    }
-    run |= 1ull << l;
-  }
-  insn y = d;
-  y.e = enc::vop3;
-  y.literal = 0;
-  y.src[0] = static_cast<std::uint16_t>(op_vgpr0 + tmp);
-  if (in.src[2] == kind::mask) y.src[2] = op_vcc_lo;  // v_cndmask / carry-in: VCC
-  y.sdst = op_vcc_lo;                                   // carry-out: VCC
-  struct spare {
-    unsigned& n;
-    explicit spare(unsigned& v) : n(v) { n += sdwa_spare_vgprs; }
-    ~spare() { n -= sdwa_spare_vgprs; }
-  };
-  w.set_mask(op_exec_lo, run);
-  try {
-    spare sp(vgprs_);
-    exec_valu(w, y);
-  } catch (...) {
-    w.set_mask(op_exec_lo, ex);
-    throw;
-  }
-  w.set_mask(op_exec_lo, ex);
 }
 
 inline void interpreter::exec_pk_f32(wave& w, const insn& d) {

@@ -38,7 +38,8 @@ inline std::int64_t interpreter::run_wave(wave& w, std::int64_t max_steps) {
       case enc::scratch: exec_flat(w, d); break;
       case enc::ds: exec_ds(w, d); break;
       case enc::sdwa: exec_sdwa(w, d); break;
-      case enc::dpp: exec_dpp(w, d); break;
+      case enc::dpp:
+      case enc::dpp8: exec_dpp(w, d); break;
       case enc::mubuf:
       case enc::vbuffer: exec_mubuf(w, d); break;
       default: unsupported(w, d, "illegal or unsupported encoding");

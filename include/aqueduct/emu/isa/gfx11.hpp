@@ -5,8 +5,9 @@
 // opcodes come from emu/isa/gfx11_opcodes.hpp (generated from llvm-mc-19 by
 // scripts/isa-opcodes.py). tests/emu/isa/oracle.py checks, for every opcode of every decoded
 // encoding, that this decoder's mnemonic and operands equal `llvm-mc-19 --disassemble
-// -mcpu=gfx1100`'s. Encodings not decoded (MTBUF, MIMG, EXP, VINTERP, LDSDIR, DPP, SDWA
-// forms) come out as `enc::invalid` and fault as unsupported.
+// -mcpu=gfx1100`'s. Encodings not decoded (MTBUF, MIMG, EXP, VINTERP, LDSDIR; the DPP forms of
+// VOP3P) come out as `enc::invalid` or op::none and fault as unsupported. DPP16/DPP8 forms of
+// VOP1/VOP2/VOPC/VOP3 come out as enc::dpp / enc::dpp8 with `dpp_of` the base encoding.
 // Memory encodings (DS, FLAT/GLOBAL/SCRATCH, MUBUF/VBUFFER) keep VGPR numbers without the 256
 // offset in src[0] (address), data0/data1 and dst. MUBUF (gfx11) and VBUFFER (gfx12) fill the
 // fields gfx9's MUBUF uses: src[0] vaddr, data0 vdata, src[1] the V#'s first SGPR, src[2]
@@ -201,8 +202,33 @@ template <class Table>
   // disassembler reads sbase 1 as s[0:3]).
   if (d.e == enc::smem && d.o >= op::s_buffer_load_b32 && d.o <= op::s_buffer_load_u16) d.src[0] &= ~3u;
   const bool valu = d.e == enc::vop1 || d.e == enc::vop2 || d.e == enc::vopc || d.e == enc::vop3 || d.e == enc::vop3p;
-  if (valu && (d.src[0] == 0xFA || d.src[0] == 0xE9 || d.src[0] == 0xEA))
-    d.o = op::none;  // DPP / DPP8 source markers: the DPP forms are not decoded
+  if (valu && (d.src[0] == 0xFA || d.src[0] == 0xE9 || d.src[0] == 0xEA)) {
+    // DPP16 (src0 0xFA) / DPP8 (0xE9, 0xEA: fetch inactive): a DPP dword after the VOP1/VOP2/VOPC
+    // word or the VOP3's two; its [7:0] is the VGPR src0. VOP3P and a literal elsewhere: refused.
+    const unsigned at = d.e == enc::vop3 || d.e == enc::vop3p ? 2 : 1;
+    const std::uint32_t dw = avail > at ? w[at] : 0;
+    if (d.e == enc::vop3p || d.words != at) {
+      d.o = op::none;
+      return d;
+    }
+    d.dpp_of = d.e;
+    d.e = d.src[0] == 0xFA ? enc::dpp : enc::dpp8;
+    d.dpp_fi = d.src[0] == 0xEA;
+    d.literal = dw;
+    d.words = static_cast<std::uint8_t>(at + 1);
+    d.src[0] = static_cast<std::uint16_t>(op_vgpr0 + (dw & 0xFF));
+    if (d.e == enc::dpp && d.dpp_of != enc::vop3) {  // src0/src1 neg and abs in the DPP dword
+      d.neg = static_cast<std::uint8_t>(((dw >> 20) & 1) | (((dw >> 22) & 1) << 1));
+      d.abs = static_cast<std::uint8_t>(((dw >> 21) & 1) | (((dw >> 23) & 1) << 1));
+    }
+    // Not modelled (emu/isa/exec_dpp.hpp): 64-bit operations, and the 32-bit forms of 16-bit
+    // ones (their VGPR-half selects and sext).
+    if (d.o != op::none) {
+      const op_info& in = info(d.o);
+      for (kind k : {in.dst, in.src[0], in.src[1]})
+        if (dwords_of(k) == 2 || (d.dpp_of != enc::vop3 && (k == kind::f16 || k == kind::b16))) d.o = op::none;
+    }
+  }
   return d;
 }
 

@@ -23,13 +23,13 @@ namespace aqueduct::emu::isa {
 // VOP2 and VOPC opcodes (LLVM lists them once, as the 32-bit encoding).
 enum class enc : std::uint8_t {
   sop1, sop2, sopk, sopc, sopp, smem, vop1, vop2, vopc, vop3, vop3p, vopd, vopd_y, ds, flat, global, scratch,
-  mubuf, sdwa, dpp, vbuffer, invalid, count_
+  mubuf, sdwa, dpp, vbuffer, dpp8, invalid, count_
 };
 
 [[nodiscard]] constexpr const char* enc_name(enc e) noexcept {
   constexpr const char* n[] = {"SOP1", "SOP2", "SOPK", "SOPC", "SOPP", "SMEM", "VOP1", "VOP2", "VOPC", "VOP3",
                                "VOP3P", "VOPD", "VOPD.Y", "DS", "FLAT", "GLOBAL", "SCRATCH", "MUBUF", "SDWA",
-                               "DPP", "VBUFFER", "invalid"};
+                               "DPP", "VBUFFER", "DPP8", "invalid"};
   return n[static_cast<unsigned>(e)];
 }
 
@@ -66,6 +66,11 @@ struct insn {
   // 2 preserve), sext of src0/src1 (bits 0/1); MUBUF address modes.
   std::uint8_t sdwa_dst_sel = 6, sdwa_dst_unused = 0, sdwa_src_sel[2] = {6, 6}, sdwa_sext = 0;
   bool mubuf_offen = false, mubuf_idxen = false;
+  // DPP (e == dpp: DPP16, the DPP dword in `literal`; e == dpp8): the encoding the DPP word
+  // follows (vop1/vop2/vopc, or vop3 on gfx11/gfx12; gfx9: invalid = its VOP1/VOP2 form), and
+  // DPP8's fetch-inactive.
+  enc dpp_of = enc::invalid;
+  bool dpp_fi = false;
   // VOPD second half
   op oy = op::none;
   std::uint16_t codey = 0, dsty = 0, srcy[2] = {};

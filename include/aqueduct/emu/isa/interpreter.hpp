@@ -98,6 +98,9 @@ struct target {
   // The buffer resource (V#) layout and range checking: gfx10+ (gfx11, gfx12: SWIZZLE_ENABLE in
   // word 1 [31:30], OOB_SELECT in word 3 [29:28]) rather than gfx9's (emu/isa/exec_buffer.hpp).
   bool vsharp_gfx10 = false;
+  // DPP controls of gfx10+ (row_share, row_xmask, fetch-inactive) instead of gfx9's (wave
+  // shifts, row_bcast) (emu/isa/exec_dpp.hpp).
+  bool dpp_gfx10 = false;
 };
 
 class interpreter final : public runner {
@@ -359,7 +362,7 @@ class interpreter final : public runner {
   std::uint64_t atomic_at(const wave& w, const insn& d, std::uint64_t va, const std::uint32_t* data);
   void exec_ds(wave& w, const insn& d);
   void exec_sdwa(wave& w, const insn& d);   // gfx9 (emu/isa/exec_gfx9.hpp)
-  void exec_dpp(wave& w, const insn& d);    // gfx9
+  void exec_dpp(wave& w, const insn& d);    // DPP16 and DPP8, every generation (emu/isa/exec_dpp.hpp)
   void exec_mubuf(wave& w, const insn& d);  // MUBUF / VBUFFER, every generation (emu/isa/exec_buffer.hpp)
   void exec_s_buffer_load(wave& w, const insn& d);
   void exec_pk_f32(wave& w, const insn& d);  // gfx90a/gfx942 packed f32
@@ -388,3 +391,4 @@ class interpreter final : public runner {
 #include <aqueduct/emu/isa/exec_vector16.hpp>
 #include <aqueduct/emu/isa/exec_gfx9.hpp>
 #include <aqueduct/emu/isa/exec_buffer.hpp>
+#include <aqueduct/emu/isa/exec_dpp.hpp>

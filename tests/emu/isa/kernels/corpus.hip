@@ -223,10 +223,10 @@ K void bufrsrc(const unsigned* in, unsigned* out, unsigned n, unsigned limit) {
   const unsigned char b = __builtin_amdgcn_raw_buffer_load_b8(r, (int)(i * 4 + 1), 0, 0);
   if (i < n) __builtin_amdgcn_raw_buffer_store_b32(v * 3u + q.x + q.y * 5u + q.z * 7u + q.w * 11u + b, w, (int)(i * 4), 0, 0);
 }
-#if defined(__gfx942__) || defined(__gfx90a__)
 // DPP as rocPRIM-style scans write it (__builtin_amdgcn_update_dpp / mov_dpp): an inclusive
 // prefix sum within each 16-lane row by row_shr:1/2/4/8 (clang-19 folds each into
-// v_add_u32_dpp ... bound_ctrl:1), then row_mirror. CDNA only: the RDNA DPP forms are not decoded.
+// v_add_u32_dpp / v_add_nc_u32_dpp ... bound_ctrl:1), then row_mirror. Every target (DPP16 on
+// gfx11/gfx12).
 K void dppscan(const unsigned* in, unsigned* out, unsigned n) {
   const unsigned i = gid();
   unsigned x = i < n ? in[i] : 0u;
@@ -235,9 +235,39 @@ K void dppscan(const unsigned* in, unsigned* out, unsigned n) {
   x += (unsigned)__builtin_amdgcn_update_dpp(0, (int)x, 0x114, 0xF, 0xF, false);  // row_shr:4
   x += (unsigned)__builtin_amdgcn_update_dpp(0, (int)x, 0x118, 0xF, 0xF, false);  // row_shr:8
   const unsigned m = (unsigned)__builtin_amdgcn_mov_dpp((int)x, 0x140, 0xF, 0xF, true);  // row_mirror
-  if (i < n) out[i] = x * 7u + m;
+  // The mirrored lane's id: past n it is inactive on AQL (reads 0) but launched on PM4 queues
+  // (whole workgroups), so count it as 0 either way.
+  const unsigned j = (i & ~15u) | (15u - (i & 15u));
+  if (i < n) out[i] = x * 7u + (j < n ? m : 0u);
+}
+#if !defined(__gfx942__) && !defined(__gfx90a__)
+// gfx10+ DPP: a butterfly row sum by row_xmask:1/2/4/8, row_share:5 (every lane reads lane 5 of
+// its row) and DPP8 (__builtin_amdgcn_mov_dpp8: each group of 8 lanes reversed). bound_ctrl off:
+// an inactive source leaves `old` (0) in place.
+K void dppreduce(const unsigned* in, unsigned* out, unsigned n) {
+  const unsigned i = gid();
+  const unsigned v = i < n ? in[i] : 0u;
+  unsigned x = v;
+  x += (unsigned)__builtin_amdgcn_update_dpp(0, (int)x, 0x161, 0xF, 0xF, false);  // row_xmask:1
+  x += (unsigned)__builtin_amdgcn_update_dpp(0, (int)x, 0x162, 0xF, 0xF, false);  // row_xmask:2
+  x += (unsigned)__builtin_amdgcn_update_dpp(0, (int)x, 0x164, 0xF, 0xF, false);  // row_xmask:4
+  x += (unsigned)__builtin_amdgcn_update_dpp(0, (int)x, 0x168, 0xF, 0xF, false);  // row_xmask:8
+  const unsigned s = (unsigned)__builtin_amdgcn_update_dpp(0, (int)v, 0x155, 0xF, 0xF, false);  // row_share:5
+  const unsigned r = (unsigned)__builtin_amdgcn_mov_dpp8((int)v, 07u | 06u << 3 | 05u << 6 | 04u << 9 | 03u << 12 | 02u << 15 | 01u << 18);
+  if (i < n) out[i] = x * 3u + s * 5u + r;
 }
 #endif
+// Recursion (metadata .uses_dynamic_stack: private_segment_fixed_size covers one frame): the
+// runtime must size private memory as CLR does (runtime::dispatch_private_segment_size).
+__attribute__((noinline, device)) unsigned rec(unsigned x, unsigned d) {
+  volatile unsigned a[4] = {x, x * 3u, x ^ d, d};
+  if (d == 0) return a[0] + a[3];
+  return rec(a[1] + 1u, d - 1) * 5u + a[(x + d) & 3];
+}
+K void recurse(const unsigned* in, unsigned* out, unsigned n) {
+  const unsigned i = gid();
+  if (i < n) out[i] = rec(in[i], in[i] % 12u);
+}
 #if defined(__gfx942__) || defined(__gfx90a__)
 // A matrix-core (MFMA) instruction, which the interpreter does not model: the dispatch must end
 // with a queue error naming it (tests/runtime/isa_kernels.cpp).
