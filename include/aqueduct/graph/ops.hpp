@@ -243,6 +243,32 @@ class submit_op : public queue_op<submit_op<K, Submit>, K> {
   node proto_;
 };
 
+// The nodes that signal, signal-wait and timestamp operations record, on every queue kind.
+[[nodiscard]] inline node signal_record_node(sync::signal_ref s, std::int64_t value) {
+  node n;
+  n.kind = node_kind::signal_record;
+  n.signal = s;
+  n.value = value;
+  return n;
+}
+// A wait is placed on its consumers: the nodes after it wait for the signal on the device.
+[[nodiscard]] inline node signal_wait_node(sync::signal_ref s, runtime::detail::agent_state* a, abi::signal_condition cond,
+                                           std::int64_t value) {
+  node n;
+  n.kind = node_kind::signal_wait;
+  n.signal = s;
+  n.signal_agent = a;
+  n.cond = cond;
+  n.value = value;
+  return n;
+}
+[[nodiscard]] inline node timestamp_node(gpu_va addr) {
+  node n;
+  n.kind = node_kind::timestamp;
+  n.dst = addr;
+  return n;
+}
+
 // A PM4 operation's packets (encoded by the queue, as replay encodes them) submitted with the
 // queue's completion, through one reused per-thread buffer: nothing is allocated in steady state.
 template <class Encode>
@@ -269,12 +295,7 @@ class aql_barrier_op : public queue_op<aql_barrier_op, runtime::aql_t> {
   node_id record(capture_strand& s, const std::source_location& loc) {
     node_id last{};
     for (std::size_t i = 0; i < n_; ++i) {
-      node n;
-      n.kind = node_kind::signal_wait;
-      n.signal = deps_[i];
-      n.signal_agent = &q_->agent_state();
-      n.cond = abi::signal_condition::eq;
-      n.value = 0;
+      node n = signal_wait_node(deps_[i], &q_->agent_state(), abi::signal_condition::eq, 0);
       n.label = this->label_;
       n.where = loc;
       last = detail::record(s, std::move(n));
@@ -339,12 +360,7 @@ class until_op {
   [[nodiscard]] signal_awaiter lower(context& c, std::source_location loc) const {
     if (c.stop_requested()) throw_cancelled("wait for a signal", loc);
     if (c.capturing()) {  // a signal-wait node: the nodes after it wait for the signal on the device
-      node n;
-      n.kind = node_kind::signal_wait;
-      n.signal = s_;
-      n.signal_agent = a_;
-      n.cond = cond_;
-      n.value = v_;
+      node n = signal_wait_node(s_, a_, cond_, v_);
       n.where = loc;
       (void)detail::record(*c.capture, std::move(n));
       return signal_awaiter(s_, a_, cond_, v_, c, loc, true);
@@ -449,44 +465,32 @@ class queue_ref {
   [[nodiscard]] auto signal(sync::signal_ref s, std::int64_t value) const
     requires std::same_as<K, runtime::pm4_t>
   {
-    node n;
-    n.kind = node_kind::signal_record;
-    n.signal = s;
-    n.value = value;
     return pm4(
         [s, value](runtime::pm4_queue& q, runtime::command_buffer& out) {
           const abi::amd_signal& a = *s.get();
           q.encode_release(out, gpu_va(s.handle() + offsetof(abi::amd_signal, value)), static_cast<std::uint64_t>(value),
                            gpu_va(a.event_mailbox_ptr), a.event_id);
         },
-        "signal", std::move(n));
+        "signal", detail::signal_record_node(s, value));
   }
   // Later work on this queue waits until the signal's value is `value` (WAIT_REG_MEM on its low
   // dword: meaningful for values below 2^32).
   [[nodiscard]] auto wait(sync::signal_ref s, std::uint32_t value) const
     requires std::same_as<K, runtime::pm4_t>
   {
-    node n;
-    n.kind = node_kind::signal_wait;
-    n.signal = s;
-    n.signal_agent = &q_->agent_state();
-    n.cond = abi::signal_condition::eq;
-    n.value = value;
     return pm4(
         [s, value](runtime::pm4_queue& q, runtime::command_buffer& out) {
           q.encode_wait(out, gpu_va(s.handle() + offsetof(abi::amd_signal, value)), value, 0xFFFFFFFFu,
                         abi::pm4::wait_reg_mem::compare_function::equal);
         },
-        "wait for a signal", std::move(n));
+        "wait for a signal", detail::signal_wait_node(s, &q_->agent_state(), abi::signal_condition::eq, value));
   }
   // The GPU timestamp (8-byte aligned address), once the work before it is done.
   [[nodiscard]] auto timestamp(gpu_va addr) const
     requires std::same_as<K, runtime::pm4_t>
   {
-    node n;
-    n.kind = node_kind::timestamp;
-    n.dst = addr;
-    return pm4([addr](runtime::pm4_queue& q, runtime::command_buffer& out) { q.encode_timestamp(out, addr); }, "timestamp", std::move(n));
+    return pm4([addr](runtime::pm4_queue& q, runtime::command_buffer& out) { q.encode_timestamp(out, addr); }, "timestamp",
+               detail::timestamp_node(addr));
   }
 
   // ---- SDMA ----------------------------------------------------------------------------------
@@ -521,31 +525,19 @@ class queue_ref {
   [[nodiscard]] auto signal(sync::signal_ref s, std::int64_t value) const
     requires std::same_as<K, runtime::sdma_t>
   {
-    node n;
-    n.kind = node_kind::signal_record;
-    n.signal = s;
-    n.value = value;
-    return sdma([s, value](runtime::sdma_queue& q) { return q.try_signal(s, value); }, "signal", std::move(n));
+    return sdma([s, value](runtime::sdma_queue& q) { return q.try_signal(s, value); }, "signal", detail::signal_record_node(s, value));
   }
   // Later work on this queue waits until the signal's value is `value` (POLL_REGMEM).
   [[nodiscard]] auto wait(sync::signal_ref s, std::uint32_t value) const
     requires std::same_as<K, runtime::sdma_t>
   {
-    node n;
-    n.kind = node_kind::signal_wait;
-    n.signal = s;
-    n.signal_agent = &q_->agent_state();
-    n.cond = abi::signal_condition::eq;
-    n.value = value;
-    return sdma([s, value](runtime::sdma_queue& q) { return q.try_wait_signal(s, value); }, "wait for a signal", std::move(n));
+    return sdma([s, value](runtime::sdma_queue& q) { return q.try_wait_signal(s, value); }, "wait for a signal",
+                detail::signal_wait_node(s, &q_->agent_state(), abi::signal_condition::eq, value));
   }
   [[nodiscard]] auto timestamp(gpu_va addr) const
     requires std::same_as<K, runtime::sdma_t>
   {
-    node n;
-    n.kind = node_kind::timestamp;
-    n.dst = addr;
-    return sdma([addr](runtime::sdma_queue& q) { return q.try_timestamp(addr); }, "timestamp", std::move(n));
+    return sdma([addr](runtime::sdma_queue& q) { return q.try_timestamp(addr); }, "timestamp", detail::timestamp_node(addr));
   }
 
  private:
