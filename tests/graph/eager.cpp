@@ -114,6 +114,29 @@ TEST_CASE("eager and captured: PM4 signal, signal wait and timestamp") {
   check(std::chrono::steady_clock::now() - t0);
 }
 
+TEST_CASE("a disabled PM4 signal record or timestamp leaves its packets out of the replay (docs/graph.md, Updates)") {
+  rig r;
+  auto stamp = r.gpu.alloc<std::uint64_t>(1, rt::memory_kind::host);
+  auto sig = r.gpu.make_signal(1);
+  g::node_id rec{}, ts{};
+  auto prog = [&]() -> g::task<void> {
+    ts = co_await g::on(r.pm4).timestamp(stamp.va());
+    rec = co_await g::on(r.pm4).signal(sig.ref(), 5);
+  };
+  auto e = g::instantiate(g::capture(prog()));
+  REQUIRE(e.try_set_enabled(rec, false));
+  REQUIRE(e.try_set_enabled(ts, false));
+  stamp[0] = 0;
+  e.wait(e.launch());
+  CHECK(sig.load() == 1);
+  CHECK(stamp[0] == 0);
+  REQUIRE(e.try_set_enabled(rec, true));
+  REQUIRE(e.try_set_enabled(ts, true));
+  e.wait(e.launch());
+  CHECK(sig.load() == 5);
+  CHECK(stamp[0] != 0);
+}
+
 TEST_CASE("eager: a faulting dispatch fails its co_await with the operation and the place named") {
   rig r;
   auto prog = [&]() -> g::task<void> {

@@ -259,12 +259,15 @@ class pm4_lowering {
           if (x.enabled) q.encode_dispatch(out_.cmds, x.kernel, x.grid, x.block, v_.kernargs(n), v_.kernargs(n) + byte_count(kernarg_bytes(x)));
           break;
         case node_kind::signal_record: {
+          if (!x.enabled) break;
           const abi::amd_signal& s = *x.signal.get();
           q.encode_release(out_.cmds, gpu_va(x.signal.handle() + value_offset), static_cast<std::uint64_t>(x.value),
                            gpu_va(s.event_mailbox_ptr), s.event_id);
           break;
         }
-        case node_kind::timestamp: q.encode_timestamp(out_.cmds, x.dst); break;
+        case node_kind::timestamp:
+          if (x.enabled) q.encode_timestamp(out_.cmds, x.dst);
+          break;
         case node_kind::conditional:
           if (x.enabled) encode_conditional(out_.cmds, n, q);
           break;
