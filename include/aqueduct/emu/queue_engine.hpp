@@ -211,9 +211,25 @@ class queue_engine final : public queue_port {
     std::lock_guard lock(mu_);
     if (stopped_) return;
     wake_.store(nullptr, std::memory_order_release);
+    // An injected hang holds an engine thread inside data_access_ok until it is released: release
+    // it first, or the stop below would wait out stop_timeout, abandon the engine and revoke the
+    // queue's VM (issue 13: the restarted engine then faulted every access, and the hung work was
+    // never reported). The released access faults and the old engine ends; the work it held is
+    // lost — the emulator cannot carry a hung wave into the new engine — so the queue stays
+    // stopped and reports the hang (errc::device_hang), as a hung queue the CP could not preempt.
+    const std::uint64_t ended_before = vm_->hangs_ended();
+    vm_->release_hangs();
     if (current_) stop_engines_locked(std::move(current_), opt.stop_timeout);
     if (killed_.load(std::memory_order_acquire)) return;  // a reset queue stays stopped
     vm_->hold_hangs();
+    if (const std::uint64_t hung = vm_->hangs_ended() - ended_before; hung != 0) {
+      start_error_ = failure(errc::device_hang,
+                             "queue " + std::to_string(q.queue_id) + " hung (" + std::to_string(hung) +
+                                 " access(es) held by an injected hang, emu::fault_plan) when UPDATE_QUEUE stopped its engine: "
+                                 "the hung work was abandoned and the queue stays stopped; destroy it and make a new one");
+      faulted_.store(true, std::memory_order_release);
+      return;
+    }
     launch_locked(q, node, events, registry, opt);
   }
 
@@ -231,6 +247,9 @@ class queue_engine final : public queue_port {
 
   // True when an engine of this queue could not be stopped in time and was abandoned.
   [[nodiscard]] bool abandoned() const noexcept { return abandoned_.load(std::memory_order_acquire); }
+  // Data accesses of this queue's engine an injected hang (fault_plan `hang`) holds right now:
+  // the observable "the hang has fired" (tests wait for it instead of sleeping).
+  [[nodiscard]] std::uint64_t hangs_held() const noexcept { return vm_->hangs_held(); }
 
   // ---- queue_port -------------------------------------------------------------------------------
   void ring_doorbell(std::uint64_t value) noexcept override {
@@ -328,7 +347,10 @@ class queue_engine final : public queue_port {
       if (faults_) {
         if (faults_->fire(fault_kind::hang)) {
           std::unique_lock lock(hang_mu_);
+          ++hangs_held_;
           hang_cv_.wait(lock, [&] { return released_; });
+          --hangs_held_;
+          ++hangs_ended_;
           return false;  // released: the queue is stopping; the access faults and unwinds the wave
         }
         if (faults_->fire(fault_kind::memory)) return false;
@@ -351,6 +373,16 @@ class queue_engine final : public queue_port {
       std::lock_guard lock(hang_mu_);
       released_ = false;
     }
+    // Injected hangs that have ended (released) so far.
+    [[nodiscard]] std::uint64_t hangs_ended() const noexcept {
+      std::lock_guard lock(hang_mu_);
+      return hangs_ended_;
+    }
+    // Accesses an injected hang holds now (an engine thread waiting inside data_access_ok).
+    [[nodiscard]] std::uint64_t hangs_held() const noexcept {
+      std::lock_guard lock(hang_mu_);
+      return hangs_held_;
+    }
 
    private:
     std::unique_ptr<vm_access> inner_;
@@ -360,6 +392,8 @@ class queue_engine final : public queue_port {
     mutable std::mutex hang_mu_;
     mutable std::condition_variable hang_cv_;
     bool released_ = false;
+    mutable std::uint64_t hangs_ended_ = 0;
+    mutable std::uint64_t hangs_held_ = 0;
   };
 
   // The interrupts of this queue's engine: the fault plan may lose one, or reset the device at one.
@@ -408,6 +442,18 @@ class queue_engine final : public queue_port {
         done->set_value();
       });
       if (fut.wait_for(timeout) == std::future_status::ready) {
+        helper.join();
+        retired_.push_back(std::move(shared));
+        return;
+      }
+      // Not stopped in time: revoke the VM (a workgroup hung in a checked access faults and
+      // unwinds), then give the threads a grace period before abandoning them. An engine that is
+      // only slow to stop — its thread not scheduled on a loaded machine — must not be
+      // abandoned: it still reads its ring and pointers through raw host addresses, which are
+      // unmapped once the queue's buffers go (found under load 10: an abandoned SDMA engine read
+      // its write pointer after ~device_state unplaced the BOs, SIGSEGV in runtime.device_models).
+      vm_->revoke();
+      if (fut.wait_for(4 * timeout) == std::future_status::ready) {
         helper.join();
         retired_.push_back(std::move(shared));
         return;
