@@ -1,6 +1,6 @@
 // aqueduct/graph.hpp — the coroutine layer: tasks, when_all, sync_wait, the reactor, host events,
 // device operations (on(q).dispatch/copy/...), device-evaluated control flow (if_then, switch_on,
-// while_loop), capture -> instantiate -> replay. See docs/graph.md.
+// while_loop), graph memory (alloc, free), capture -> instantiate -> replay. See docs/graph.md.
 //
 // Layer: graph (the top layer: it includes runtime/ and below; nothing below includes it, so a
 // program that includes only <aqueduct/runtime.hpp> does not compile any of it). The main names
@@ -15,6 +15,7 @@
 #include <aqueduct/graph/exec_graph.hpp>
 #include <aqueduct/graph/exec_trace.hpp>
 #include <aqueduct/graph/frame_allocator.hpp>
+#include <aqueduct/graph/memory.hpp>
 #include <aqueduct/graph/ops.hpp>
 #include <aqueduct/graph/reactor.hpp>
 #include <aqueduct/graph/replay.hpp>

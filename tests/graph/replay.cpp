@@ -323,7 +323,7 @@ TEST_CASE("edges across two GPUs: the second GPU's queue waits for the first's n
   }
 }
 
-TEST_CASE("a replay makes no device-file call (no ioctl, no mmap) and no allocation") {
+TEST_CASE("a replay makes no device-file call (no ioctl, no mmap) and no allocation, graph memory included") {
   auto dev = aq::emu::device::create(aq::emu::machine_config::parse("rx7900xtx"));
   auto counts = std::make_shared<device_counts>();
   auto sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev, counts), &dev);
@@ -340,11 +340,26 @@ TEST_CASE("a replay makes no device-file call (no ioctl, no mmap) and no allocat
        z = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), w = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
   for (std::uint32_t i = 0; i < n; ++i) x[i] = i;
   g::node_id k1{};
+  // With graph memory (graph/memory.hpp): t lives in the exec graph's pool, allocated once.
   auto prog = [&]() -> g::task<void> {
     k1 = co_await g::on(aql).dispatch(axpb_k, rt::grid{n}, rt::block{64}, y, x, 1u, 2u, n);
     co_await g::on(sdma).copy(z, y);
-    co_await g::on(pm4).dispatch(add_k, rt::grid{n}, rt::block{64}, w, z, 3u, n);
+    auto t = co_await g::alloc<std::uint32_t>(gpu, n);
+    co_await g::on(pm4).dispatch(add_k, rt::grid{n}, rt::block{64}, t, z, 3u, n);
+    co_await g::on(sdma).copy(w.va(), t.va(), 4ull * n);
+    co_await g::free(t);
   };
+  // Eagerly the allocation is real: ALLOC_MEMORY_OF_GPU and FREE_MEMORY_OF_GPU (kfd_ioctl.h 0x16,
+  // 0x17) once each per run, nothing left allocated.
+  aq::sync_wait(prog());
+  {
+    const std::int64_t allocs = counts->calls[0x16].load(), frees = counts->calls[0x17].load(), bos = counts->bos.load();
+    aq::sync_wait(prog());
+    CHECK(counts->calls[0x16].load() - allocs == 1);
+    CHECK(counts->calls[0x17].load() - frees == 1);
+    CHECK(counts->bos.load() == bos);
+    CHECK(w[5] == 5 + 2 + 3);
+  }
   auto exec = g::instantiate(g::capture(prog()), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin()});
   for (int i = 0; i < 5; ++i) exec.wait(exec.launch());
   const std::int64_t calls_before = counts->total_calls.load();

@@ -129,6 +129,15 @@ class exec_graph {
   // Packets (AQL) or dwords (PM4, SDMA) one replay writes into each queue.
   [[nodiscard]] std::vector<std::size_t> replay_sizes() const;
   [[nodiscard]] bool has_host_nodes() const noexcept { return s_ && !s_->p.host_nodes.empty(); }
+  // Graph memory (graph/memory.hpp): where allocation `alloc` (its memory alloc node: the
+  // graph_buffer's node()) lives in the pool, and the bytes all pools hold.
+  [[nodiscard]] result<gpu_va> try_memory_address(node_id alloc) const;
+  [[nodiscard]] std::uint64_t memory_pool_bytes() const noexcept {
+    std::uint64_t b = 0;
+    if (s_)
+      for (const auto& p : s_->mem.pools) b += p.bytes;
+    return b;
+  }
   [[nodiscard]] std::string to_dot() const { return s_ ? s_->graph.to_dot() : std::string(); }
   [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
   [[nodiscard]] detail::exec_state& state() noexcept { return *s_; }
@@ -242,6 +251,7 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
   s.opt = o;
   try {
     s.p = detail::make_plan(g, o.trace);
+    s.mem = detail::plan_memory(s.p);
   } catch (const error& x) {
     return x.get_failure();
   }
@@ -280,6 +290,16 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
     AQUEDUCT_TRY(a.kernargs, kfd::buffer<detail::file_type>::try_allocate(a.agent->sys->ref(), *a.agent->node,
                                                                           byte_count(a.slot_bytes * o.replay_slots),
                                                                           kfd::memory_use::host));
+  }
+  // Graph memory: the pools, and their addresses in place of the placeholders capture handed out.
+  if (!s.mem.allocs.empty()) {
+    std::vector<runtime::detail::agent_state*> gpus;
+    for (const detail::agent_memory& a : s.agents) gpus.push_back(a.agent);
+    AQUEDUCT_TRY_VOID(detail::allocate_pools(s.p, s.mem, gpus));
+    for (node& x : s.p.nodes) {
+      if (!detail::translate(s.mem, x)) return failure(errc::invalid_argument, x.describe() + ": uses a graph allocation of another graph");
+      s.args_before.reserve(x.args.size());
+    }
   }
   // Signals: node signals, then one done signal per segment, per slot; visible to every GPU.
   s.signals_per_slot = s.p.node_signals + static_cast<std::uint32_t>(s.p.segments.size());
@@ -594,189 +614,6 @@ inline std::vector<std::size_t> exec_graph::replay_sizes() const {
   return v;
 }
 
-// ---- updates -----------------------------------------------------------------------------------------
-
-inline result<node_id> exec_graph::try_inner(node_id outer, std::uint32_t branch, node_id inner) const {
-  if (!s_) return failure(errc::invalid_argument, "this exec_graph is empty (default-constructed or moved-from)");
-  if (outer.scope < s_->p.scopes.size())
-    for (const detail::inner_scope& x : s_->p.scopes[outer.scope].inner)
-      if (x.node == outer.value && x.branch == branch) {
-        if (!inner || inner.scope != 0 || inner.value >= s_->p.scopes[x.scope].to_flat.size())
-          return failure(errc::invalid_argument, "node " + std::to_string(inner.value) + " is not a node of body " + std::to_string(branch) +
-                                                     " of node " + std::to_string(outer.value) + " (it has " +
-                                                     std::to_string(s_->p.scopes[x.scope].to_flat.size()) + " nodes)");
-        return node_id{inner.value, x.scope};
-      }
-  return failure(errc::invalid_argument, "node " + std::to_string(outer.value) + " of this graph has no body " + std::to_string(branch) +
-                                             " (try_inner takes a child-graph or conditional node and one of its bodies)");
-}
-
-inline result<std::uint32_t> exec_graph::try_flat(node_id n, node_kind k) const {
-  if (!s_) return failure(errc::invalid_argument, "this exec_graph is empty (default-constructed or moved-from)");
-  const auto& sc = s_->p.scopes;
-  if (!n || n.scope >= sc.size() || n.value >= sc[n.scope].to_flat.size() || sc[n.scope].to_flat[n.value] == detail::no_index)
-    return failure(errc::invalid_argument, "node " + std::to_string(n.value) + " is not a node of this graph (a child graph or body node: "
-                                           "take its id from try_inner)");
-  const std::uint32_t f = sc[n.scope].to_flat[n.value];
-  if (k == node_kind::child) return f;  // any kind
-  if (s_->p.nodes[f].kind != k)
-    return failure(errc::invalid_argument, s_->p.nodes[f].describe() + " is not a " + to_string(k) + " node");
-  return f;
-}
-
-inline void exec_graph::logged(std::uint32_t flat, detail::update_kind k) {
-  // A node already in the log where no slot has applied it yet needs no second entry: each slot
-  // reads the node's current parameters when it gets there.
-  detail::exec_state& s = *s_;
-  const std::uint64_t furthest = s.log_base + *std::max_element(s.slot_log.begin(), s.slot_log.end());
-  if (s.last_logged[flat] == ~std::uint64_t{0} || s.last_logged[flat] < furthest) {
-    s.log.push_back(flat);
-    s.last_logged[flat] = s.log_base + s.log.size() - 1;
-  }
-  if (k == detail::update_kind::relower) {
-    const std::uint32_t seg = s_->p.placed[flat].segment;
-    if (seg != detail::no_index)
-      for (auto& c : s_->segs[seg].slots) c.stale = true;
-  }
-}
-
-template <class... A>
-result<void> exec_graph::try_set_args(node_id n, const A&... args) {
-  AQUEDUCT_TRY(const std::uint32_t f, try_flat(n, node_kind::kernel));
-  node& x = s_->p.nodes[f];
-  if (!runtime::detail::untyped_args_match<A...>(x.kernel.args, x.kernel.kernarg_size))
-    return runtime::detail::untyped_args_mismatch<A...>(x.kernel.name, x.kernel.args, x.kernel.kernarg_size);
-  runtime::detail::put_kernargs(x.args.data(), args...);
-  logged(f, detail::update_kind::args);
-  return ok();
-}
-
-inline result<void> exec_graph::try_set_grid(node_id n, runtime::grid g, runtime::block b) {
-  AQUEDUCT_TRY(const std::uint32_t f, try_flat(n, node_kind::kernel));
-  if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z) return failure(errc::invalid_argument, "grid and block sizes must be positive");
-  node& x = s_->p.nodes[f];
-  x.grid = g;
-  x.block = b;
-  logged(f, detail::update_kind::relower);  // the packet holds the grid (and hidden arguments change)
-  return ok();
-}
-
-inline result<void> exec_graph::try_set_copy(node_id n, gpu_va dst, gpu_va src, std::uint64_t bytes) {
-  AQUEDUCT_TRY(const std::uint32_t f, try_flat(n, node_kind::copy));
-  node& x = s_->p.nodes[f];
-  x.dst = dst;
-  x.src = src;
-  x.bytes = bytes;
-  logged(f, detail::update_kind::relower);
-  return ok();
-}
-
-inline result<void> exec_graph::try_set_fill(node_id n, gpu_va dst, std::uint32_t value, std::uint64_t bytes) {
-  AQUEDUCT_TRY(const std::uint32_t f, try_flat(n, node_kind::fill));
-  if (!dst.aligned(4) || bytes % 4) return failure(errc::invalid_argument, "fill: address and length must be dword multiples");
-  node& x = s_->p.nodes[f];
-  x.dst = dst;
-  x.value32 = value;
-  x.bytes = bytes;
-  logged(f, detail::update_kind::relower);
-  return ok();
-}
-
-inline result<void> exec_graph::try_set_enabled(node_id n, bool enabled) {
-  AQUEDUCT_TRY(const std::uint32_t f, try_flat(n, node_kind::child));
-  node& x = s_->p.nodes[f];
-  if (x.kind == node_kind::host || x.kind == node_kind::signal_wait)
-    return failure(errc::not_supported, x.describe() + ": only device nodes can be disabled");
-  if (x.enabled == enabled) return ok();
-  x.enabled = enabled;
-  logged(f, detail::update_kind::relower);
-  return ok();
-}
-
-inline result<void> exec_graph::try_bind_range(std::string_view name, gpu_va va, std::uint64_t bytes, std::uint32_t gpu_id) {
-  if (!s_) return failure(errc::invalid_argument, "this exec_graph is empty");
-  task_graph::binding* b = nullptr;
-  for (const auto& x : s_->graph.bindings())
-    if (x.name == name) b = const_cast<task_graph::binding*>(&x);
-  if (!b) return failure(errc::not_found, "no buffer named '" + std::string(name) + "' in this graph (task_graph::name)");
-  if (bytes < b->bytes)
-    return failure(errc::invalid_argument, "bind('" + std::string(name) + "'): the buffer holds " + std::to_string(bytes) +
-                                               " bytes, the graph uses " + std::to_string(b->bytes));
-  if (gpu_id != b->gpu_id)
-    return failure(errc::invalid_argument, "bind('" + std::string(name) + "'): the buffer is on gpu_id " + std::to_string(gpu_id) +
-                                               ", the graph's on gpu_id " + std::to_string(b->gpu_id) + " (its nodes' queues expect that GPU)");
-  const std::uint64_t lo = b->va.value, hi = b->va.value + b->bytes;
-  const auto moved = [&](std::uint64_t a) { return a >= lo && a < hi ? va.value + (a - lo) : a; };
-  for (std::uint32_t f = 0; f < s_->p.nodes.size(); ++f) {
-    node& x = s_->p.nodes[f];
-    bool changed = false;
-    if (x.kind == node_kind::kernel)
-      for (std::uint32_t off : x.pointers) {
-        std::uint64_t p;
-        std::memcpy(&p, x.args.data() + off, 8);
-        const std::uint64_t q = moved(p);
-        if (q != p) {
-          std::memcpy(x.args.data() + off, &q, 8);
-          changed = true;
-        }
-      }
-    if (x.kind == node_kind::copy || x.kind == node_kind::fill || x.kind == node_kind::timestamp) {
-      const gpu_va d(moved(x.dst.value)), s2(moved(x.src.value));
-      changed = d != x.dst || s2 != x.src;
-      x.dst = d;
-      x.src = s2;
-      if (changed) logged(f, detail::update_kind::relower);
-      continue;
-    }
-    if (changed) logged(f, detail::update_kind::args);
-  }
-  b->va = va;
-  return ok();
-}
-
-inline result<void> exec_graph::try_update(const task_graph& g) {
-  if (!s_) return failure(errc::invalid_argument, "this exec_graph is empty");
-  const task_graph& old = s_->graph;
-  std::string diff;
-  if (g.size() != old.size()) diff = std::to_string(g.size()) + " nodes instead of " + std::to_string(old.size());
-  for (std::size_t i = 0; diff.empty() && i < g.size(); ++i) {
-    const node& a = old.nodes()[i];
-    const node& b = g.nodes()[i];
-    if (a.kind != b.kind || !(a.queue == b.queue) || a.deps != b.deps || (a.kind == node_kind::kernel && a.kernel.object != b.kernel.object) ||
-        a.kind == node_kind::child || a.kind == node_kind::conditional)
-      diff = "node " + std::to_string(i) + " (" + b.describe() + ") differs in kind, queue, kernel or edges";
-  }
-  if (!diff.empty()) {  // another topology: instantiate it anew, keeping nothing of the old
-    AQUEDUCT_TRY_VOID(try_wait_all());
-    AQUEDUCT_TRY(auto fresh, try_instantiate(g, s_->opt));
-    s_ = std::move(fresh.s_);
-    return ok();
-  }
-  for (std::uint32_t i = 0; i < g.size(); ++i) {
-    const std::uint32_t f = s_->p.scopes[0].to_flat[i];
-    const node& b = g.nodes()[i];
-    node& x = s_->p.nodes[f];
-    const bool relower = x.grid.x != b.grid.x || x.grid.y != b.grid.y || x.grid.z != b.grid.z || x.block.x != b.block.x ||
-                         x.block.y != b.block.y || x.block.z != b.block.z || x.dst != b.dst || x.src != b.src ||
-                         x.bytes != b.bytes || x.value32 != b.value32 || x.enabled != b.enabled || x.value != b.value;
-    const bool args = x.args != b.args;
-    x.args = b.args;
-    x.grid = b.grid;
-    x.block = b.block;
-    x.dst = b.dst;
-    x.src = b.src;
-    x.bytes = b.bytes;
-    x.value32 = b.value32;
-    x.enabled = b.enabled;
-    x.value = b.value;
-    x.fn = b.fn;
-    if (relower) logged(f, detail::update_kind::relower);
-    else if (args) logged(f, detail::update_kind::args);
-  }
-  s_->graph = g;
-  return ok();
-}
-
 // task_graph::instantiate
 inline exec_graph instantiate(const task_graph& g, const instantiate_options& o = {}) { return exec_graph::instantiate(g, o); }
 inline result<exec_graph> try_instantiate(const task_graph& g, const instantiate_options& o = {}) {
@@ -784,3 +621,5 @@ inline result<exec_graph> try_instantiate(const task_graph& g, const instantiate
 }
 
 }  // namespace aqueduct::graph
+
+#include <aqueduct/graph/exec_update.hpp>  // the update members (split for length)

@@ -1,5 +1,6 @@
 // aqueduct/graph/task_graph.hpp — `task_graph`: what capture() records — nodes (kernel, copy,
-// fill, signal wait/record, timestamp, host callback, child graph) and the edges between them.
+// fill, signal wait/record, timestamp, host callback, child graph, memory alloc/free) and the edges
+// between them.
 //
 // Layer: graph. A node keeps everything its lowering needs, by value: the kernel's dispatch
 // information and its kernarg bytes as laid out at capture, the grid and block, copy addresses
@@ -51,6 +52,8 @@ enum class node_kind : std::uint8_t {
   host,           // a host function (run by the reactor between its dependencies and dependents)
   child,          // another task_graph, inlined at instantiation
   conditional,    // IF / IF-ELSE / SWITCH / bounded WHILE on a device word (graph/control.hpp)
+  mem_alloc,      // graph memory: an allocation from the graph's pool, live until its mem_free (graph/memory.hpp)
+  mem_free,       // the end of a graph allocation's lifetime (its addresses may be reused after it)
 };
 
 // What a conditional node does with its condition word (a 64-bit value in device memory, read by
@@ -81,6 +84,8 @@ enum class condition_kind : std::uint8_t {
     case node_kind::host: return "host";
     case node_kind::child: return "child graph";
     case node_kind::conditional: return "conditional";
+    case node_kind::mem_alloc: return "memory alloc";
+    case node_kind::mem_free: return "memory free";
   }
   return "?";
 }
@@ -148,6 +153,10 @@ struct node {
   condition_kind condition = condition_kind::if_then;
   std::vector<std::shared_ptr<const task_graph>> bodies;
   std::uint32_t max_iterations = 0;  // WHILE
+  // mem_alloc / mem_free: the allocation's placeholder range [dst, dst + bytes) (graph/memory.hpp),
+  // the GPU whose pool holds it, and the kind of memory
+  runtime::detail::agent_state* pool_agent = nullptr;
+  runtime::memory_kind pool_kind = runtime::memory_kind::device;
 
   // "kernel 'vadd' (label) at file.cpp:42 on AQL queue 3"
   [[nodiscard]] std::string describe() const;

@@ -12,6 +12,7 @@
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/graph/detail/lower.hpp>
 #include <aqueduct/graph/detail/plan.hpp>
+#include <aqueduct/graph/detail/pool.hpp>
 #include <aqueduct/graph/task_graph.hpp>
 #include <aqueduct/kfd/events.hpp>
 #include <aqueduct/kfd/memory.hpp>
@@ -92,6 +93,8 @@ struct exec_state {
   std::vector<bool> host_waited;              // per flat node: a host node waits for its signal
   std::vector<agent_memory> agents;
   std::vector<exec_segment> segs;
+  memory_plan mem;                            // graph memory: its allocations and pools (detail/pool.hpp)
+  std::vector<std::byte> args_before;         // graph memory: a kernel's arguments while an update is checked
   kfd::buffer<file_type> signals;             // slots * signals_per_slot amd_signals
   std::uint32_t signals_per_slot = 0;
   kfd::event<file_type> event;                // mailbox of the signals the host waits for

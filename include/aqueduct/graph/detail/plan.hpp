@@ -6,7 +6,8 @@
 //   - child graphs are inlined: the child's roots take the child node's dependencies, the child
 //     node's dependents depend on the child's leaves;
 //   - a signal-wait node runs nowhere: each consumer waits for the signal itself and inherits the
-//     signal-wait node's own dependencies;
+//     signal-wait node's own dependencies; memory alloc/free nodes run nowhere either (their
+//     dependents inherit their dependencies; graph/detail/pool.hpp places their memory);
 //   - a dependency on a node of the same queue is kept by the queue's order (AQL: the barrier
 //     bit; PM4 and SDMA execute a queue's commands in order);
 //   - a dependency on another queue, engine, GPU or a host node is a wait on that node's
@@ -139,15 +140,24 @@ inline std::vector<std::uint32_t> flatten_into(const task_graph& g, const std::v
   return leaves;
 }
 
-// The real waits of node `n`: signal-wait nodes are replaced by their signal and their own deps.
+// Nodes that run nowhere: their dependents inherit their dependencies (a signal wait adds its
+// signal; memory nodes only order the nodes around them: graph/detail/pool.hpp).
+[[nodiscard]] constexpr bool runs_nowhere(node_kind k) noexcept {
+  return k == node_kind::signal_wait || k == node_kind::mem_alloc || k == node_kind::mem_free;
+}
+
+// The real waits of node `n`: signal-wait nodes are replaced by their signal and their own deps,
+// memory nodes by their deps.
 inline void resolve_deps(const std::vector<node>& nodes, std::uint32_t n, std::vector<std::uint32_t>& real,
                          std::vector<external_wait>& ext) {
   for (std::uint32_t d : nodes[n].deps) {
-    if (nodes[d].kind == node_kind::signal_wait) {
+    if (runs_nowhere(nodes[d].kind)) {
       const node& w = nodes[d];
-      bool seen = false;
-      for (const auto& e : ext) seen |= e.signal == w.signal && e.cond == w.cond && e.value == w.value;
-      if (!seen) ext.push_back({w.signal, w.cond, w.value});
+      if (w.kind == node_kind::signal_wait) {
+        bool seen = false;
+        for (const auto& e : ext) seen |= e.signal == w.signal && e.cond == w.cond && e.value == w.value;
+        if (!seen) ext.push_back({w.signal, w.cond, w.value});
+      }
       resolve_deps(nodes, d, real, ext);
     } else if (std::find(real.begin(), real.end(), d) == real.end()) {
       real.push_back(d);
@@ -228,9 +238,9 @@ inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
       place_in_body(p, i, origin[i]);
       continue;
     }
-    if (x.kind == node_kind::host || x.kind == node_kind::signal_wait) {
+    if (x.kind == node_kind::host || runs_nowhere(x.kind)) {
       if (x.queue.type != queue_type::none)
-        throw_failure(failure(errc::invalid_argument, x.describe() + ": a host or signal-wait node has no queue"));
+        throw_failure(failure(errc::invalid_argument, x.describe() + ": a host, signal-wait or memory node has no queue"));
       if (x.kind == node_kind::host) p.host_nodes.push_back(i);
       continue;
     }
@@ -255,7 +265,7 @@ inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
   std::vector<bool> needs_signal(n, false);
   p.loop_flags.resize(p.segments.size(), 0);
   for (std::uint32_t i = 0; i < n; ++i) {
-    if (p.nodes[i].kind == node_kind::signal_wait || p.placed[i].owner != no_index) continue;
+    if (runs_nowhere(p.nodes[i].kind) || p.placed[i].owner != no_index) continue;
     std::vector<std::uint32_t> real;
     resolve_deps(p.nodes, i, real, p.placed[i].external);
     planned_node& me = p.placed[i];

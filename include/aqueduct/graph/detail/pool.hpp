@@ -1,0 +1,262 @@
+// aqueduct/graph/detail/pool.hpp — graph memory at instantiation (not API): where each memory
+// node's allocation lives in its exec graph's pool, and the placeholder addresses capture handed
+// out replaced by pool addresses in every node that uses them.
+//
+// Layer: graph. Inside capture(), `co_await alloc<T>(gpu, n)` (graph/memory.hpp) records a
+// mem_alloc node and returns a placeholder range: addresses from 2^62 up, which are not canonical
+// on x86-64 and lie beyond every GPU's 48-bit (or 57-bit) virtual address space, so no real
+// buffer has them and a device that reads one outside its graph faults. At instantiation:
+//   - each allocation's lifetime runs from its mem_alloc node to its mem_free node (none: to the
+//     end of the graph). Two allocations of one pool (same GPU, same kind of memory) may share
+//     addresses only when one's mem_free is an ancestor of the other's mem_alloc in the graph
+//     (the flat graph's edges, conditional bodies counted as their conditional);
+//   - every node that uses an allocation (a pointer argument, a copy, fill, timestamp or
+//     condition address inside its range) must come after its mem_alloc and before its mem_free
+//     in that order, else the graph is refused with the node named: a use after the free could
+//     read memory a later allocation owns;
+//   - layout: allocations in the order of their mem_alloc nodes, each at the lowest 256-byte
+//     aligned offset that overlaps no allocation placed before it whose lifetime it shares
+//     (first fit). The pool is the extent of that layout: for a graph whose allocations are
+//     ordered (one strand: no when_all between them) that is the peak of the bytes live at once,
+//     rounded to the alignment; concurrent branches can make it larger, never smaller.
+//   - the pools are allocated once (one per GPU and kind), mapped to every GPU of the graph, and
+//     each placeholder is rewritten to its pool address in the nodes' kernargs and packets.
+// Replays reuse the same addresses: no allocation per replay. Replays of one exec graph never run
+// at the same time on the device (each waits for the previous one's end, graph/exec_graph.hpp),
+// so one pool serves every replay slot.
+// Thread safety: pure functions over values, except next_placeholder (atomic).
+#pragma once
+
+#include <aqueduct/core/result.hpp>
+#include <aqueduct/core/units.hpp>
+#include <aqueduct/graph/detail/plan.hpp>
+#include <aqueduct/graph/task_graph.hpp>
+#include <aqueduct/kfd/memory.hpp>
+#include <aqueduct/runtime/detail/state.hpp>
+#include <aqueduct/runtime/memory.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace aqueduct::graph::detail {
+
+inline constexpr std::uint64_t placeholder_base = std::uint64_t{1} << 62;
+inline constexpr std::uint64_t placeholder_limit = std::uint64_t{1} << 63;
+inline constexpr std::uint64_t pool_alignment = 256;
+[[nodiscard]] constexpr bool is_placeholder(std::uint64_t a) noexcept { return a >= placeholder_base && a < placeholder_limit; }
+// A fresh placeholder range of `bytes`, 64 KiB aligned and followed by a 64 KiB gap (an address
+// one past the end of an allocation is inside no other).
+[[nodiscard]] inline std::uint64_t next_placeholder(std::uint64_t bytes) noexcept {
+  static std::atomic<std::uint64_t> next{placeholder_base};
+  return next.fetch_add((bytes + 0xFFFF) / 0x10000 * 0x10000 + 0x10000, std::memory_order_relaxed);
+}
+
+struct graph_allocation {
+  std::uint32_t alloc = no_index;  // its mem_alloc node (flat)
+  std::uint32_t free = no_index;   // its mem_free node (flat); none: live to the graph's end
+  std::uint32_t pool = 0;
+  std::uint64_t placeholder = 0, bytes = 0, offset = 0;
+  std::vector<bool> after_free;  // per flat node: a descendant of the mem_free node
+};
+struct graph_pool {
+  runtime::detail::agent_state* agent = nullptr;
+  runtime::memory_kind kind = runtime::memory_kind::device;
+  std::uint64_t bytes = 0;            // the layout's extent
+  std::uint32_t extent_by = no_index;  // the allocation that reaches it
+  kfd::buffer<runtime::detail::file_type> memory;
+};
+struct memory_plan {
+  std::vector<graph_allocation> allocs;  // in the flat order of their mem_alloc nodes
+  std::vector<graph_pool> pools;
+  [[nodiscard]] const graph_allocation* find(std::uint64_t a) const noexcept {
+    for (const graph_allocation& x : allocs)
+      if (a >= x.placeholder && a < x.placeholder + x.bytes) return &x;
+    return nullptr;
+  }
+  [[nodiscard]] std::uint64_t address(const graph_allocation& x) const noexcept {
+    return pools[x.pool].memory.va().value + x.offset;
+  }
+};
+
+// `from` and every node after it in the graph's order (a conditional's body counts as its owner).
+[[nodiscard]] inline std::vector<bool> descendants(const plan& p, std::uint32_t from) {
+  std::vector<bool> d(p.nodes.size(), false);
+  d[from] = true;
+  for (std::size_t k = from + 1; k < p.nodes.size(); ++k) {
+    bool after = p.placed[k].owner != no_index && d[p.placed[k].owner];
+    for (std::uint32_t x : p.nodes[k].deps) after = after || d[x];
+    d[k] = after;
+  }
+  return d;
+}
+// `to` and every node before it.
+[[nodiscard]] inline std::vector<bool> ancestors(const plan& p, std::uint32_t to) {
+  std::vector<bool> a(p.nodes.size(), false);
+  a[to] = true;
+  for (std::size_t k = to + 1; k-- > 0;) {
+    if (!a[k]) continue;
+    for (std::uint32_t x : p.nodes[k].deps) a[x] = true;
+    if (p.placed[k].owner != no_index) a[p.placed[k].owner] = true;
+  }
+  return a;
+}
+
+// The addresses node `x` uses that translate() rewrites: each is replaced by f(address).
+template <class F>
+void rewrite_addresses(node& x, F&& f) {
+  if (x.kind == node_kind::kernel) {
+    for (std::uint32_t off : x.pointers) {
+      std::uint64_t v;
+      std::memcpy(&v, x.args.data() + off, 8);
+      v = f(v);
+      std::memcpy(x.args.data() + off, &v, 8);
+    }
+  } else if (x.kind == node_kind::copy || x.kind == node_kind::fill || x.kind == node_kind::timestamp ||
+             x.kind == node_kind::conditional) {
+    x.dst.value = f(x.dst.value);
+    if (x.kind == node_kind::copy) x.src.value = f(x.src.value);
+  }
+}
+// The same addresses, read only: f(address) for each.
+template <class F>
+void visit_addresses(const node& x, F&& f) {
+  if (x.kind == node_kind::kernel) {
+    for (std::uint32_t off : x.pointers) {
+      std::uint64_t v;
+      std::memcpy(&v, x.args.data() + off, 8);
+      f(v);
+    }
+  } else if (x.kind == node_kind::copy || x.kind == node_kind::fill || x.kind == node_kind::timestamp ||
+             x.kind == node_kind::conditional) {
+    f(x.dst.value);
+    if (x.kind == node_kind::copy) f(x.src.value);
+  }
+}
+
+[[nodiscard]] inline std::string describe_alloc(const plan& p, const graph_allocation& a) {
+  return p.nodes[a.alloc].describe() + " (" + std::to_string(a.bytes) + " bytes)";
+}
+
+// Lifetimes, checks and layout (see the header comment); throws a failure naming the node.
+[[nodiscard]] inline memory_plan plan_memory(const plan& p) {
+  memory_plan m;
+  const auto n = static_cast<std::uint32_t>(p.nodes.size());
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const node& x = p.nodes[i];
+    if (x.kind == node_kind::mem_alloc) {
+      if (m.find(x.dst.value))
+        throw_failure(failure(errc::not_supported, x.describe() + ": this allocation appears twice in the graph (a child graph with "
+                                                                  "memory nodes used twice); capture the child twice instead"));
+      graph_allocation a;
+      a.alloc = i;
+      a.placeholder = x.dst.value;
+      a.bytes = x.bytes;
+      std::uint32_t pool = 0;
+      while (pool < m.pools.size() && !(m.pools[pool].agent == x.pool_agent && m.pools[pool].kind == x.pool_kind)) ++pool;
+      if (pool == m.pools.size()) m.pools.push_back(graph_pool{x.pool_agent, x.pool_kind, 0, no_index, {}});
+      a.pool = pool;
+      m.allocs.push_back(std::move(a));
+    } else if (x.kind == node_kind::mem_free) {
+      graph_allocation* a = nullptr;
+      for (graph_allocation& y : m.allocs)
+        if (y.placeholder == x.dst.value) a = &y;
+      if (!a) throw_failure(failure(errc::invalid_argument, x.describe() + ": frees memory no memory alloc node of this graph allocated"));
+      if (a->free != no_index)
+        throw_failure(failure(errc::invalid_argument, x.describe() + ": " + describe_alloc(p, *a) + " was already freed by " +
+                                                          p.nodes[a->free].describe()));
+      a->free = i;
+    }
+  }
+  // Every use inside its allocation's lifetime (and none of another graph's placeholders).
+  std::vector<std::vector<bool>> after_alloc(m.allocs.size()), before_free(m.allocs.size());
+  for (std::size_t j = 0; j < m.allocs.size(); ++j) {
+    graph_allocation& a = m.allocs[j];
+    after_alloc[j] = descendants(p, a.alloc);
+    if (a.free != no_index) {
+      before_free[j] = ancestors(p, a.free);
+      a.after_free = descendants(p, a.free);
+    }
+  }
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::uint32_t top = i;
+    while (p.placed[top].owner != no_index) top = p.placed[top].owner;
+    visit_addresses(p.nodes[i], [&](std::uint64_t v) {
+      if (!is_placeholder(v)) return;
+      const graph_allocation* a = m.find(v);
+      if (!a)
+        throw_failure(failure(errc::invalid_argument, p.nodes[i].describe() + " uses a graph allocation of another graph (or freed "
+                                                                              "before this capture): its address is a placeholder no "
+                                                                              "memory alloc node of this graph made"));
+      const std::size_t j = static_cast<std::size_t>(a - m.allocs.data());
+      if (!after_alloc[j][top])
+        throw_failure(failure(errc::invalid_argument, p.nodes[i].describe() + " uses " + describe_alloc(p, *a) +
+                                                          " but is not ordered after its allocation"));
+      if (a->free != no_index && !before_free[j][top])
+        throw_failure(failure(errc::invalid_argument, p.nodes[i].describe() + " uses " + describe_alloc(p, *a) + " but is not ordered before " +
+                                                          p.nodes[a->free].describe() +
+                                                          " (it would run after the memory was freed, or concurrently with the free)"));
+    });
+  }
+  // Layout: first fit against the placed allocations whose lifetimes overlap this one's.
+  for (std::size_t j = 0; j < m.allocs.size(); ++j) {
+    graph_allocation& a = m.allocs[j];
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> busy;
+    for (std::size_t k = 0; k < j; ++k) {
+      const graph_allocation& b = m.allocs[k];
+      if (b.pool != a.pool) continue;
+      const bool disjoint = (b.free != no_index && b.after_free[a.alloc]) || (a.free != no_index && a.after_free[b.alloc]);
+      if (!disjoint) busy.emplace_back(b.offset, b.offset + b.bytes);
+    }
+    std::sort(busy.begin(), busy.end());
+    std::uint64_t at = 0;
+    for (const auto& [lo, hi] : busy) {
+      if (at + a.bytes <= lo) break;
+      at = std::max(at, (hi + pool_alignment - 1) / pool_alignment * pool_alignment);
+    }
+    a.offset = at;
+    graph_pool& pool = m.pools[a.pool];
+    if (at + a.bytes > pool.bytes) {
+      pool.bytes = at + a.bytes;
+      pool.extent_by = static_cast<std::uint32_t>(j);
+    }
+  }
+  return m;
+}
+
+// Allocates the pools and maps each to every GPU in `gpus` (the graph's agents).
+[[nodiscard]] inline result<void> allocate_pools(const plan& p, memory_plan& m, const std::vector<runtime::detail::agent_state*>& gpus) {
+  for (graph_pool& pool : m.pools) {
+    runtime::detail::agent_state& a = *pool.agent;
+    auto b = kfd::buffer<runtime::detail::file_type>::try_allocate(a.sys->ref(), *a.node, byte_count(pool.bytes),
+                                                                   runtime::to_memory_use(pool.kind));
+    if (!b)
+      return failure(b.get_failure().code(),
+                     "instantiate: the graph's memory pool of " + std::to_string(pool.bytes) + " bytes of " + runtime::to_string(pool.kind) +
+                         " memory on gpu_id " + std::to_string(a.node->gpu_id) + " (its extent is reached by " +
+                         describe_alloc(p, m.allocs[pool.extent_by]) + ") could not be allocated: " + std::string(b.get_failure().detail()),
+                     b.get_failure().os_errno());
+    pool.memory = std::move(*b);
+    for (runtime::detail::agent_state* g : gpus)
+      if (g != pool.agent) AQUEDUCT_TRY_VOID(pool.memory.try_map_to(*g->node));
+  }
+  return ok();
+}
+
+// Rewrites the placeholders in node `x` to pool addresses; false if one belongs to no
+// allocation of `m` (the caller names the node).
+[[nodiscard]] inline bool translate(const memory_plan& m, node& x) noexcept {
+  bool known = true;
+  rewrite_addresses(x, [&](std::uint64_t v) {
+    if (!is_placeholder(v)) return v;
+    if (const graph_allocation* a = m.find(v)) return m.address(*a) + (v - a->placeholder);
+    known = false;
+    return v;
+  });
+  return known;
+}
+
+}  // namespace aqueduct::graph::detail
