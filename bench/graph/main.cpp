@@ -19,6 +19,8 @@
 //   replay           host cost per node of a replay of a 1,000-node AQL chain with 10% of its
 //                    kernels given new arguments (launch only; the wait is not timed)
 //                    floor: copying 1,000 prebuilt 64-byte packets and patching 100 kernarg blocks
+//   replay_after_free the same, with an unrelated buffer freed before each launch (not timed):
+//                    each launch checks every node's buffer generation (no floor; compare with replay)
 //   replay_indirect  host cost of one replay in indirect mode (launch only) of a 1-node and a
 //                    10,000-node PM4 chain: one INDIRECT_BUFFER packet per queue either way
 //                    (counter launch_cpu_ns: the launching thread's CPU time, which excludes the
@@ -286,6 +288,30 @@ void replay(benchmark::State& st) {
   // (woken by the doorbell on the same cores) preempting it or pulling the ring's lines away.
   st.counters["cpu_ns_per_node"] = benchmark::Counter(cpu / chain_nodes, benchmark::Counter::kAvgIterations);
 }
+// replay, with a runtime buffer the graph does not use allocated and freed before each launch
+// (not timed): every launch then checks the liveness record of each node's buffer
+// (graph/detail/liveness.hpp) — the cost of buffer generations when the program frees memory.
+void replay_after_free(benchmark::State& st) {
+  world& x = w();
+  std::vector<g::node_id> ids(chain_nodes);
+  auto e = g::instantiate(g::capture(chain(ids)), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin()});
+  std::uint32_t v = 0;
+  double cpu = 0;
+  for (auto _ : st) {
+    { auto unrelated = x.gpu.alloc<std::uint32_t>(1, rt::memory_kind::host); }
+    const double c0 = thread_cpu_ns();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::uint32_t i = 0; i < chain_nodes; i += 10) (void)e.try_set_args(ids[i], x.out, i, ++v);
+    auto t = e.try_launch();
+    const auto t1 = std::chrono::steady_clock::now();
+    cpu += thread_cpu_ns() - c0;
+    st.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    if (t) (void)e.try_wait(*t);
+  }
+  st.counters["per_op"] = benchmark::Counter(static_cast<double>(st.iterations()) * chain_nodes,
+                                             benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  st.counters["cpu_ns_per_node"] = benchmark::Counter(cpu / chain_nodes, benchmark::Counter::kAvgIterations);
+}
 void replay_floor(benchmark::State& st) {
   std::vector<aq::abi::aql_slot> prebuilt(chain_nodes), ring(chain_nodes);
   std::vector<std::byte> kernargs(chain_nodes * 64), patch(64);
@@ -446,6 +472,7 @@ BENCHMARK(node_update);
 BENCHMARK(node_update_floor);
 BENCHMARK(replay)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(replay_floor)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(replay_after_free)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(replay_indirect_1)->UseManualTime()->Unit(benchmark::kNanosecond);
 BENCHMARK(replay_indirect_10000)->UseManualTime()->Unit(benchmark::kNanosecond)->Iterations(10);
 BENCHMARK(chain_wall_replay)->UseRealTime()->Unit(benchmark::kMillisecond);

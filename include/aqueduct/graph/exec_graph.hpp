@@ -18,8 +18,9 @@
 // wait between them.
 // Updates (set_args, set_grid, set_copy, set_fill, set_enabled, bind, update) change the node's
 // parameters here and are written into a slot's memory only when that slot is next used: a
-// replay in flight is never touched. Errors: a queue the device stopped fails the wait with the
-// node that was running named (label, source_location, queue, the decoded packet) and the nodes
+// replay in flight is never touched. A launch after a runtime buffer a node uses was freed fails
+// naming the node and the buffer (buffer generations, graph/detail/liveness.hpp). Errors: a queue
+// the device stopped fails the wait with the node that was running named (label, source_location, queue, the decoded packet) and the nodes
 // that depend on it listed as not run.
 // Thread safety: one thread launches, updates and waits.
 #pragma once
@@ -301,6 +302,7 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
       s.args_before.reserve(x.args.size());
     }
   }
+  s.buffers.collect_all(s.p);  // buffer generations: the runtime buffers each node uses
   // Signals: node signals, then one done signal per segment, per slot; visible to every GPU.
   s.signals_per_slot = s.p.node_signals + static_cast<std::uint32_t>(s.p.segments.size());
   runtime::detail::agent_state& first = *s.agents.front().agent;
@@ -484,6 +486,7 @@ inline result<replay_ticket> exec_graph::launch_impl(bool host_nodes_ok, sync::n
   if (s.failed) return *s.failed;
   if (!host_nodes_ok && !s.p.host_nodes.empty())
     return failure(errc::invalid_argument, "this graph has host nodes: replay it with co_await aq::graph::replay(exec) so a reactor runs them");
+  AQUEDUCT_TRY_VOID(s.buffers.check(s.p));  // a freed buffer: refused, named (one atomic load when nothing was freed)
   const std::uint64_t seq = s.launched;
   const auto slot = static_cast<std::uint32_t>(seq % s.slots());
   // The slot's signals are about to be reset: the replay that waits for them (the one after its

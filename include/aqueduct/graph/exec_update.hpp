@@ -85,6 +85,7 @@ result<void> exec_graph::try_set_args(node_id n, const A&... args) {
   node& x = s_->p.nodes[f];
   if (!runtime::detail::untyped_args_match<A...>(x.kernel.args, x.kernel.kernarg_size))
     return runtime::detail::untyped_args_mismatch<A...>(x.kernel.name, x.kernel.args, x.kernel.kernarg_size);
+  const std::uint64_t pointers = detail::pointer_digest(x);
   if (AQUEDUCT_UNLIKELY(!s_->mem.allocs.empty())) {  // graph memory: placeholders become pool addresses
     std::vector<std::byte>& before = s_->args_before;  // sized at instantiation: no allocation here
     before.assign(x.args.begin(), x.args.end());
@@ -96,6 +97,8 @@ result<void> exec_graph::try_set_args(node_id n, const A&... args) {
   } else {
     runtime::detail::put_kernargs(x.args.data(), args...);
   }
+  // New buffers (or a new buffer at a freed one's address): look up their generations.
+  if (AQUEDUCT_UNLIKELY(detail::pointer_digest(x) != pointers || !s_->buffers.all_live(f))) s_->buffers.collect(s_->p, f);
   logged(f, detail::update_kind::args);
   return ok();
 }
@@ -122,6 +125,7 @@ inline result<void> exec_graph::try_set_copy(node_id n, gpu_va dst, gpu_va src, 
   x.dst = moved.dst;
   x.src = moved.src;
   x.bytes = bytes;
+  s_->buffers.collect(s_->p, f);
   logged(f, detail::update_kind::relower);
   return ok();
 }
@@ -138,6 +142,7 @@ inline result<void> exec_graph::try_set_fill(node_id n, gpu_va dst, std::uint32_
   x.dst = moved.dst;
   x.value32 = value;
   x.bytes = bytes;
+  s_->buffers.collect(s_->p, f);
   logged(f, detail::update_kind::relower);
   return ok();
 }
@@ -185,10 +190,16 @@ inline result<void> exec_graph::try_bind_range(std::string_view name, gpu_va va,
       changed = d != x.dst || s2 != x.src;
       x.dst = d;
       x.src = s2;
-      if (changed) logged(f, detail::update_kind::relower);
+      if (changed) {
+        logged(f, detail::update_kind::relower);
+        s_->buffers.collect(s_->p, f);
+      }
       continue;
     }
-    if (changed) logged(f, detail::update_kind::args);
+    if (changed) {
+      logged(f, detail::update_kind::args);
+      s_->buffers.collect(s_->p, f);
+    }
   }
   b->va = va;
   return ok();
@@ -234,6 +245,7 @@ inline result<void> exec_graph::try_update(const task_graph& g) {
     else if (args) logged(f, detail::update_kind::args);
   }
   s_->graph = g;
+  s_->buffers.collect_all(s_->p);
   return ok();
 }
 

@@ -9,6 +9,9 @@
 //                               default, as hipMalloc's;
 //   - memory_kind::device_host_visible  VRAM through the large BAR, host-mapped.
 // In a kernel's argument list a buffer becomes its GPU address (runtime/queue.hpp).
+// Every buffer carries a liveness record with a generation (runtime/detail/buffer_life.hpp),
+// retired when its memory is freed: an exec graph checks the records of the buffers it uses
+// before each replay, so a replay never reads a freed buffer (graph/detail/liveness.hpp).
 // Thread safety: a buffer is a value; its memory may be shared with the device as usual. A
 // buffer keeps its system's state alive (it may outlive the `system` value).
 #pragma once
@@ -17,6 +20,7 @@
 #include <aqueduct/core/units.hpp>
 #include <aqueduct/kfd/memory.hpp>
 #include <aqueduct/runtime/any_device.hpp>
+#include <aqueduct/runtime/detail/buffer_life.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -65,17 +69,21 @@ class buffer {
   buffer() = default;
   // `keep` keeps the system that allocated it alive (the BO is freed through its driver).
   buffer(kfd::buffer<any_device_file> bo, std::size_t count, memory_kind kind, std::shared_ptr<const void> keep = {}) noexcept
-      : keep_(std::move(keep)), bo_(std::move(bo)), count_(count), kind_(kind) {}
+      : keep_(std::move(keep)), bo_(std::move(bo)), count_(count), kind_(kind),
+        life_(bo_ ? detail::buffer_table::instance().add(bo_.va().value, bo_.size().value) : nullptr) {}
   buffer(buffer&&) noexcept = default;
   buffer& operator=(buffer&& o) noexcept {
     if (this != &o) {
+      detail::buffer_table::instance().retire(life_);
       bo_ = std::move(o.bo_);  // frees ours first, while our system is still held
       count_ = std::exchange(o.count_, 0);
       kind_ = o.kind_;
       keep_ = std::move(o.keep_);
+      life_ = std::move(o.life_);
     }
     return *this;
   }
+  ~buffer() { detail::buffer_table::instance().retire(life_); }  // before the BO is freed
 
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
   [[nodiscard]] std::size_t size_bytes() const noexcept { return count_ * sizeof(T); }
@@ -97,7 +105,11 @@ class buffer {
   [[nodiscard]] buffer_ref<T> ref() const noexcept { return {va(), data(), count_}; }
   [[nodiscard]] const kfd::buffer<any_device_file>& bo() const noexcept { return bo_; }
   [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(bo_); }
+  // The liveness record (generation, live) exec graphs check (null for an empty buffer).
+  [[nodiscard]] const std::shared_ptr<detail::buffer_life>& life() const noexcept { return life_; }
   void reset() noexcept {
+    detail::buffer_table::instance().retire(life_);
+    life_.reset();
     bo_.reset();
     count_ = 0;
     keep_.reset();
@@ -108,6 +120,7 @@ class buffer {
   kfd::buffer<any_device_file> bo_;
   std::size_t count_ = 0;
   memory_kind kind_ = memory_kind::host;
+  std::shared_ptr<detail::buffer_life> life_;
 };
 
 }  // namespace aqueduct::runtime

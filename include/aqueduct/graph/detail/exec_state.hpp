@@ -10,6 +10,7 @@
 
 #include <aqueduct/abi/amd_signal.hpp>
 #include <aqueduct/core/result.hpp>
+#include <aqueduct/graph/detail/liveness.hpp>
 #include <aqueduct/graph/detail/lower.hpp>
 #include <aqueduct/graph/detail/plan.hpp>
 #include <aqueduct/graph/detail/pool.hpp>
@@ -95,6 +96,7 @@ struct exec_state {
   std::vector<exec_segment> segs;
   memory_plan mem;                            // graph memory: its allocations and pools (detail/pool.hpp)
   std::vector<std::byte> args_before;         // graph memory: a kernel's arguments while an update is checked
+  buffer_uses buffers;                        // the runtime buffers each node uses, checked before a replay (detail/liveness.hpp)
   kfd::buffer<file_type> signals;             // slots * signals_per_slot amd_signals
   std::uint32_t signals_per_slot = 0;
   kfd::event<file_type> event;                // mailbox of the signals the host waits for
