@@ -10,6 +10,8 @@
 // (device_fault for a memory fault, emu/engine_error.hpp).
 #include "host_kernels.hpp"
 
+#include <aqueduct/sync/atomics.hpp>
+
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -66,6 +68,9 @@ struct spinner {
         flag(gpu.alloc<std::uint32_t>(1, rt::memory_kind::host)) {
     flag[0] = 0;
   }
+  // Ends the spinning kernel: an atomic store, as the kernel may be reading the flag right now
+  // (its ctx.load is a relaxed atomic; a plain store here was a data race, ThreadSanitizer).
+  void release() { aq::sync::atomic_store(flag[0], 1u, std::memory_order_relaxed); }
   rt::executable exe;
   rt::untyped_kernel kernel;
   rt::buffer<std::uint32_t> flag;
@@ -218,7 +223,7 @@ TEST_CASE("a kernel that never ends: destroying its queue is bounded (bug 4)") {
   CHECK(took < 5s);  // drain_timeout (100 ms) + the device's bounded engine stop
   // The device still works: a new queue on the same agent runs a kernel.
   auto q2 = gpu.make_queue(rt::aql, {.slots = 16});
-  flag[0] = 1;
+  sp.release();
   const auto idx2 = q2.dispatch(sp.kernel, rt::grid{1}, rt::block{1}, flag);
   auto w2 = q2.try_wait(idx2, 10s);
   CHECK_MESSAGE(w2.has_value(), std::string(w2.detail()));
@@ -243,7 +248,7 @@ TEST_CASE("a kernel that never ends: tearing down the whole system is bounded (b
   // A new system works afterwards.
   auto sys = rt::system::open({.machine = "mi300x"});
   spinner sp(sys.default_agent());
-  sp.flag[0] = 1;
+  sp.release();
   auto q = sys.default_agent().make_queue(rt::aql, {.slots = 16});
   CHECK(q.try_wait(q.dispatch(sp.kernel, rt::grid{1}, rt::block{1}, sp.flag), 10s).has_value());
 }
@@ -260,7 +265,7 @@ TEST_CASE("the system destroyed while another thread waits on its queue: the wai
   std::this_thread::sleep_for(50ms);
   sys.reset();  // the system value goes while the waiter waits
   std::this_thread::sleep_for(50ms);
-  flag[0] = 1;  // the buffer still works: the kernel sees it and ends
+  sp.release();  // the buffer still works: the kernel sees it and ends
   bounded(30s, "joining the waiter", [&] {
     waiter.join();
     return 0;

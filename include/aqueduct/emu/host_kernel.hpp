@@ -9,7 +9,14 @@
 // calls the function once per workgroup; the function finds its kernarg pointer, workgroup
 // ids and work-item ids in those registers, at the SGPR indices its "compiled code" assumes.
 // Memory is reached only through `workgroup_context::ptr/load/store`, which check the VM
-// mappings and raise `memory_fault` (the processor turns it into a queue error).
+// mappings and raise `memory_fault` (the processor turns it into a queue error). `load` and
+// `store` are relaxed atomic accesses, as a GPU's loads and stores of coherent memory are: a
+// kernel may read a word the host (or another queue) writes while it runs — a flag it spins on —
+// without a data race, provided the writer stores atomically too (sync::atomic_store). Each
+// access is made of the widest naturally aligned words (8, 4, 2 or 1 bytes) its address and size
+// allow, so an aligned scalar is one access and never tears; a wider value (a struct) may tear
+// between words, as a GPU's multi-dword load may. `ptr` gives a plain pointer for bulk work on
+// memory nothing else writes meanwhile.
 // Thread safety: host_kernel_registry is internally synchronized (add/find from any thread);
 // a workgroup_context is used by one worker thread at a time.
 #pragma once
@@ -20,6 +27,8 @@
 #include <aqueduct/emu/engine_ports.hpp>
 #include <aqueduct/emu/wave_state.hpp>
 
+#include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -31,6 +40,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace aqueduct::emu {
 
@@ -73,18 +83,66 @@ class workgroup_context {
     if (va == 0 || !vm_->data_access_ok(va, len)) throw memory_fault{va, len, write};
     return static_cast<T*>(vm_->host_address(va));
   }
+  // Checked relaxed atomic load / store of a T (see the header comment).
   template <class T>
   [[nodiscard]] T load(std::uint64_t va) const {
+    static_assert(std::is_trivially_copyable_v<T>);
+    std::byte* p = ptr<std::byte>(va, sizeof(T));
+    if constexpr (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8) {
+      using W = word_of<sizeof(T)>;  // an aligned scalar: one access, in a register
+      if (reinterpret_cast<std::uintptr_t>(p) % sizeof(T) == 0)
+        return std::bit_cast<T>(std::atomic_ref<W>(*reinterpret_cast<W*>(p)).load(std::memory_order_relaxed));
+    }
     T v;
-    std::memcpy(&v, ptr<const std::byte>(va, sizeof(T)), sizeof(T));
+    relaxed_copy<sizeof(T), false>(p, reinterpret_cast<std::byte*>(&v));
     return v;
   }
   template <class T>
   void store(std::uint64_t va, const T& v) const {
-    std::memcpy(ptr<std::byte>(va, sizeof(T), true), &v, sizeof(T));
+    static_assert(std::is_trivially_copyable_v<T>);
+    std::byte* p = ptr<std::byte>(va, sizeof(T), true);
+    if constexpr (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8) {
+      using W = word_of<sizeof(T)>;
+      if (reinterpret_cast<std::uintptr_t>(p) % sizeof(T) == 0)
+        return std::atomic_ref<W>(*reinterpret_cast<W*>(p)).store(std::bit_cast<W>(v), std::memory_order_relaxed);
+    }
+    relaxed_copy<sizeof(T), true>(p, reinterpret_cast<std::byte*>(const_cast<T*>(&v)));
   }
 
  private:
+  template <std::size_t N>
+  using word_of = std::conditional_t<N == 1, std::uint8_t,
+                                     std::conditional_t<N == 2, std::uint16_t, std::conditional_t<N == 4, std::uint32_t, std::uint64_t>>>;
+  // N bytes between device memory `dev` and the local object `obj` (store: obj -> dev), in words
+  // of W bytes, each a relaxed atomic access of device memory.
+  template <class W, std::size_t N, bool Store>
+  static void relaxed_words(std::byte* dev, std::byte* obj) noexcept {
+    for (std::size_t i = 0; i < N; i += sizeof(W)) {
+      std::atomic_ref<W> word(*reinterpret_cast<W*>(dev + i));
+      if constexpr (Store) {
+        W w;
+        std::memcpy(&w, obj + i, sizeof(W));
+        word.store(w, std::memory_order_relaxed);
+      } else {
+        const W w = word.load(std::memory_order_relaxed);
+        std::memcpy(obj + i, &w, sizeof(W));
+      }
+    }
+  }
+  // The widest words `dev`'s alignment and N allow (N is known at compile time: one branch on
+  // the address for a scalar; relaxed atomics are plain moves on x86-64 and AArch64).
+  template <std::size_t N, bool Store>
+  static void relaxed_copy(std::byte* dev, std::byte* obj) noexcept {
+    const auto a = reinterpret_cast<std::uintptr_t>(dev);
+    if constexpr (N % 8 == 0)
+      if (a % 8 == 0) return relaxed_words<std::uint64_t, N, Store>(dev, obj);
+    if constexpr (N % 4 == 0)
+      if (a % 4 == 0) return relaxed_words<std::uint32_t, N, Store>(dev, obj);
+    if constexpr (N % 2 == 0)
+      if (a % 2 == 0) return relaxed_words<std::uint16_t, N, Store>(dev, obj);
+    relaxed_words<std::uint8_t, N, Store>(dev, obj);
+  }
+
   const vm_access* vm_;
   std::span<const wave_state> waves_;
   std::span<std::byte> lds_;
