@@ -7,18 +7,24 @@
 // KFD's allocate_doorbell (-EBUSY when no doorbell is free).
 #include "host_kernels.hpp"
 
+#include <aqueduct/queue/sdma_encoder.hpp>
+#include <aqueduct/sync/atomics.hpp>
+
 #include <doctest/doctest.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace aq = aqueduct;
@@ -523,6 +529,138 @@ TEST_CASE("AQL and PM4 queues preempted at random points (CWSR save + restore on
   }
   CHECK(pm4_preemptions > 0);  // control: the queues really were preempted
   CHECK(aql_preemptions > 0);
+}
+
+// SDMA preemption (emu/sdma_engine.hpp): the engine saves the queue's RB_RPTR to its MQD image
+// between packets (or in a waiting POLL_REGMEM), stays off, and restores RB_RPTR from the MQD and
+// RB_WPTR from the write pointer in memory (KFD's hqd_sdma_destroy / hqd_sdma_load). Duplicates
+// and drops are caught with ATOMIC ADD64 packets between the copies (a packet run twice adds
+// twice; a dropped one not at all) and with destinations zeroed before every round.
+namespace {
+using sdma_v4 = aq::ring::sdma::encoder<aq::abi::sdma::engine::v4_0>;  // mi300x: SDMA 4.4
+void add_one(rt::command_buffer& cb, const rt::buffer<std::uint64_t>& counter) {
+  (void)sdma_v4::atomic(cb.append(sdma_v4::atomic_dwords), counter.va(), aq::abi::sdma::atomic::op_add64, 1);
+}
+std::uint64_t load64(const rt::buffer<std::uint64_t>& b) { return aq::sync::atomic_load(b[0], std::memory_order_acquire); }
+// Bytes of dst that differ from what the copies of [off, off + len) ranges should have left:
+// src inside a copied range, 0 elsewhere.
+std::uint64_t wrong_words(const rt::buffer<std::uint32_t>& src, const rt::buffer<std::uint32_t>& dst,
+                          const std::vector<std::pair<std::uint64_t, std::uint64_t>>& copied) {
+  std::vector<bool> in(dst.size(), false);
+  for (const auto& [off, len] : copied)
+    for (std::uint64_t i = off / 4; i < (off + len) / 4; ++i) in[i] = true;
+  std::uint64_t wrong = 0;
+  for (std::size_t i = 0; i < dst.size(); ++i) wrong += dst[i] != (in[i] ? src[i] : 0u);
+  return wrong;
+}
+}  // namespace
+
+TEST_CASE("SDMA queues preempted at random points (RB_RPTR saved and restored on a timer): copies byte-exact, no packet run twice or dropped") {
+  auto sys = open_with("preempt=200us");  // mi300x: 22-bit COPY_LINEAR, so a copy over 0x3FFF00 bytes is several packets
+  const auto& gpu = sys.default_agent();
+  auto* dev = emu::device_of(gpu);
+  constexpr std::uint64_t words = (10ull << 20) / 4;
+  auto src = gpu.alloc<std::uint32_t>(words, host);
+  for (std::uint64_t i = 0; i < words; ++i) src[i] = static_cast<std::uint32_t>(i * 2654435761u) | 1u;  // never 0
+  struct lane {
+    rt::sdma_queue q;
+    rt::buffer<std::uint32_t> dst;
+    rt::buffer<std::uint64_t> counter;
+  };
+  std::vector<lane> lanes;
+  for (int k = 0; k < 2; ++k)
+    lanes.push_back({gpu.make_queue(rt::sdma), gpu.alloc<std::uint32_t>(words, host), gpu.alloc<std::uint64_t>(1, host)});
+  std::mt19937_64 rng(42);
+  aq::emu::sdma_preemption_stats total{};
+  std::uint64_t packets = 0;
+  for (int round = 0; round < 12 && (round < 2 || total.with_work == 0); ++round) {
+    std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> copied(lanes.size());
+    std::vector<std::vector<aq::runtime::sdma_ticket>> tickets(lanes.size());
+    std::uint64_t atomics = 0;
+    for (auto& l : lanes) std::memset(l.dst.data(), 0, l.dst.size_bytes()), l.counter[0] = 0;
+    for (std::size_t k = 0; k < lanes.size(); ++k) {
+      for (int t = 0; t < 4; ++t) {
+        rt::command_buffer cb;
+        for (int j = 0; j < 5; ++j) {  // copies of 4 B .. 9 MiB (up to 3 packets each), an ATOMIC after each
+          const std::uint64_t len = 4 * (1 + rng() % ((9ull << 20) / 4));
+          const std::uint64_t off = 4 * (rng() % ((words * 4 - len) / 4 + 1));
+          lanes[k].q.encode_copy(cb, lanes[k].dst.va() + aq::byte_count(off), src.va() + aq::byte_count(off), len);
+          copied[k].emplace_back(off, len);
+          add_one(cb, lanes[k].counter);
+        }
+        packets += cb.packets();
+        tickets[k].push_back(lanes[k].q.try_submit(cb).value());
+      }
+      atomics = 4 * 5;
+    }
+    for (std::size_t k = 0; k < lanes.size(); ++k) {
+      for (const auto& tk : tickets[k]) REQUIRE(lanes[k].q.try_wait(tk, 60s).has_value());
+      CHECK(load64(lanes[k].counter) == atomics);  // each ATOMIC ran exactly once
+      CHECK(wrong_words(src, lanes[k].dst, copied[k]) == 0);
+    }
+    total = {};
+    for (const auto& l : lanes) {
+      const auto s = dev->engine(l.q.queue_id())->sdma()->preemption_stats();
+      total.preemptions += s.preemptions, total.with_work += s.with_work;
+    }
+  }
+  INFO("packets " << packets << ", preemptions " << total.preemptions << ", with work pending " << total.with_work);
+  CHECK(total.preemptions > 0);  // control: the queues really were preempted...
+  CHECK(total.with_work > 0);    // ...with published packets still to run
+}
+
+TEST_CASE("SDMA preemption on demand in the middle of a submission: saved at the packet it stopped at, off until resumed, doorbells while off not lost") {
+  auto sys = open_with("");
+  const auto& gpu = sys.default_agent();
+  auto* dev = emu::device_of(gpu);
+  constexpr std::uint64_t words = (12ull << 20) / 4, third = words / 3 * 4;  // bytes per part
+  auto src = gpu.alloc<std::uint32_t>(words, host), dst = gpu.alloc<std::uint32_t>(words, host);
+  for (std::uint64_t i = 0; i < words; ++i) src[i] = static_cast<std::uint32_t>(i * 40503u) | 1u, dst[i] = 0;
+  auto gate = gpu.alloc<std::uint32_t>(1, host);
+  auto counter = gpu.alloc<std::uint64_t>(1, host);
+  gate[0] = 0, counter[0] = 0;
+  auto s = gpu.make_queue(rt::sdma);
+  auto* eng = dev->engine(s.queue_id());
+  REQUIRE(eng != nullptr);
+  // part A (2 packets), ATOMIC, POLL_REGMEM gate >= 1, part B, ATOMIC
+  rt::command_buffer cb;
+  s.encode_copy(cb, dst.va(), src.va(), third);
+  add_one(cb, counter);
+  const std::size_t poll_packet = cb.packets();
+  s.encode_wait(cb, gate.va(), 1);
+  s.encode_copy(cb, dst.va() + aq::byte_count(third), src.va() + aq::byte_count(third), third);
+  add_one(cb, counter);
+  std::uint64_t start = 0;
+  const auto t1 = s.try_submit(cb, aq::sync::infinite, &start).value();
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while (load64(counter) == 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+  REQUIRE(load64(counter) == 1);  // part A done; the engine waits in the poll
+  REQUIRE(eng->request_preemption());
+  REQUIRE(eng->wait_preempted(5s));
+  const auto mqd = eng->sdma()->mqd();
+  CHECK(mqd.saved);
+  CHECK(mqd.rb_rptr == start + 4 * cb.packet_begin(poll_packet));  // RB_RPTR saved at the POLL_REGMEM
+  // While off: the gate opens and more work is submitted (its doorbell comes while the queue is off).
+  aq::sync::atomic_store(gate[0], 1u, std::memory_order_release);
+  rt::command_buffer cb2;
+  s.encode_copy(cb2, dst.va() + aq::byte_count(2 * third), src.va() + aq::byte_count(2 * third), third);
+  add_one(cb2, counter);
+  const auto t2 = s.try_submit(cb2).value();
+  std::this_thread::sleep_for(30ms);
+  CHECK(load64(counter) == 1);  // nothing ran while the queue was off
+  CHECK(dst[third / 4] == 0);
+  CHECK(dst[2 * third / 4] == 0);
+  eng->resume();
+  REQUIRE(s.try_wait(t1, 20s).has_value());
+  REQUIRE(s.try_wait(t2, 20s).has_value());
+  CHECK(load64(counter) == 3);  // each ATOMIC exactly once
+  std::uint64_t wrong = 0;
+  for (std::uint64_t i = 0; i < 3 * third / 4; ++i) wrong += dst[i] != src[i];
+  CHECK(wrong == 0);
+  const auto st = eng->sdma()->preemption_stats();
+  CHECK(st.preemptions == 1);
+  CHECK(st.during_poll == 1);
+  CHECK(st.with_work == 1);
 }
 
 TEST_CASE("a device reset stops every queue of the process with device_reset; nothing hangs or leaks; new queues work") {

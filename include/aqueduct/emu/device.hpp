@@ -90,6 +90,10 @@ class device {
     if (plan.preempt.count() != 0) {  // AQL and PM4 queues: CWSR save + restore on a timer
       st->engine_opt.aql.preemption.interval = plan.preempt;
       st->engine_opt.pm4.preemption.interval = plan.preempt;
+      // SDMA queues: their ring registers saved and restored on the same timer, off for a quarter
+      // of the period (the engine serves its other queues meanwhile).
+      st->engine_opt.sdma.preempt_interval = plan.preempt;
+      st->engine_opt.sdma.preempt_off_for = plan.preempt / 4;
     }
     if (const char* adv = std::getenv(adversarial_env); adv && *adv && std::string_view(adv) != "0")
       st->engine_opt.aql.adversarial = true;

@@ -14,7 +14,8 @@
 //   alloc         ALLOC_MEMORY_OF_GPU fails with one of `alloc_errnos` after its checks passed;
 //   reset         a GPU reset: every queue of the process stops with errc::device_reset (rolled
 //                 at each interrupt an engine raises; also device::reset() on demand);
-// plus `preempt` (AQL and PM4 queues are preempted — CWSR save and restore — on a timer of that period)
+// plus `preempt` (AQL and PM4 queues are preempted — CWSR save and restore — on a timer of that
+// period; SDMA queues too — their ring read pointer saved to the MQD and restored, emu/sdma_engine.hpp)
 // and `doorbells` (doorbells per process and GPU; CREATE_QUEUE past them fails with EBUSY as
 // KFD's allocate_doorbell does). The other exhaustion knobs are machine_config's
 // (sdma_queues_per_engine, max_queues_per_process, max_queues_per_device).
@@ -68,7 +69,7 @@ struct fault_plan {
   std::array<fault_rule, fault_kind_count> rules{};
   std::vector<int> create_queue_errnos{ENOMEM};  // picked in turn
   std::vector<int> alloc_errnos{ENOMEM};
-  std::chrono::microseconds preempt{0};  // AQL and PM4 queues: preempted every period (0: never)
+  std::chrono::microseconds preempt{0};  // AQL, PM4 and SDMA queues: preempted every period (0: never)
   std::uint32_t doorbells = 0;           // per process and GPU (0: KFD's 1024)
 
   [[nodiscard]] fault_rule& operator[](fault_kind k) noexcept { return rules[static_cast<std::size_t>(k)]; }

@@ -279,23 +279,27 @@ class queue_engine final : public queue_port {
   [[nodiscard]] sdma_engine* sdma() const noexcept { return sdma_.load(std::memory_order_acquire); }
   [[nodiscard]] bool running() const noexcept { return wake_.load(std::memory_order_acquire) != nullptr; }
 
-  // ---- preemption of a compute queue (AQL or PM4), through its CWSR area ------------------------
+  // ---- preemption: a compute queue (AQL or PM4) through its CWSR area, an SDMA queue through its
+  // ring registers (emu/sdma_engine.hpp) -----------------------------------------------------------
   // On demand: the queue goes off the hardware at its next preemption point until resume().
-  // false (and nothing happens) for an SDMA queue or when no engine runs.
+  // false (and nothing happens) when no engine runs.
   bool request_preemption() noexcept {
     if (auto* a = aql()) a->request_preemption();
     else if (auto* p = pm4()) p->request_preemption();
+    else if (auto* s = sdma()) s->request_preemption();
     else return false;
     return true;
   }
   void resume() noexcept {
     if (auto* a = aql()) a->resume();
     if (auto* p = pm4()) p->resume();
+    if (auto* s = sdma()) s->resume();
   }
   // True once the queue is saved and off the hardware.
   [[nodiscard]] bool wait_preempted(std::chrono::milliseconds timeout) const {
     if (auto* a = aql()) return a->wait_preempted(timeout);
     if (auto* p = pm4()) return p->wait_preempted(timeout);
+    if (auto* s = sdma()) return s->wait_preempted(timeout);
     return false;
   }
   [[nodiscard]] std::optional<emu::preemption_stats> preemption_stats() const {

@@ -21,6 +21,18 @@
 // the last 255 bytes of the range, spec §3.3), misaligned FENCE/POLL/TIMESTAMP/ATOMIC addresses,
 // a dword fill with a ragged length. A POLL_REGMEM with a finite retry count gives up after that
 // many polls and continues (hardware behaviour on exhaustion is UNVERIFIED).
+// Preemption (a context switch of the engine away from this queue and back): on demand
+// (request_preemption / resume) or on a timer (sdma_engine_options::preempt_interval, the fault
+// plan's `preempt`). It is taken between packets — the engine first finishes the packet it runs,
+// as KFD's SDMA dequeue clears RB_ENABLE and waits for CONTEXT_STATUS.IDLE before it reads the
+// ring registers (amdgpu_amdkfd_gfx_v9.c kgd_gfx_v9_hqd_sdma_destroy; v10/v11 alike) — or while
+// a POLL_REGMEM waits. The save writes RB_RPTR into the queue's MQD image (`sdma_mqd`, what
+// hqd_sdma_destroy keeps: sdmax_rlcx_rb_rptr/_hi) and disables the doorbell; the engine forgets
+// everything else it held (the packet it had read, a poll's retry count). The restore
+// (kgd_hqd_sdma_load) sets RB_RPTR from the MQD and RB_WPTR from the queue's write pointer in
+// memory (read_user_wptr) — so doorbells rung while the queue was off are not needed — and the
+// engine fetches again from there. Not taken while a COND_EXE is discarding the dwords after it
+// (the discard is part of that packet) or inside an indirect buffer (the IB runs whole).
 // Thread safety: notify/ring_doorbell (emu/queue_wakeup.hpp), error/read_offset/wait_idle/stop may
 // be called from any thread. The vm_access and event_notifier must outlive the engine.
 #pragma once
@@ -61,6 +73,21 @@ using abi::sdma::engine_name;
 struct sdma_engine_options {
   std::chrono::microseconds idle_poll_max{1000};  // longest sleep between doorbell polls when idle
   std::chrono::microseconds spin{50};             // busy-poll this long before sleeping
+  std::chrono::microseconds preempt_interval{0};  // preempted on this timer (0: only on demand)
+  std::chrono::microseconds preempt_off_for{0};   // a timer preemption keeps the queue off this long
+};
+
+// What a preemption saves of an SDMA queue (KFD's SDMA MQD: the ring registers it reads back at a
+// dequeue; the ring base, size and pointer addresses are the binding's and do not change).
+struct sdma_mqd {
+  std::uint64_t rb_rptr = 0;  // RB_RPTR / RB_RPTR_HI (bytes, monotonic)
+  bool saved = false;         // the queue is off the engine
+};
+
+struct sdma_preemption_stats {
+  std::uint64_t preemptions = 0;  // saves (each followed by a restore unless the queue stopped)
+  std::uint64_t with_work = 0;    // of them, with published packets not yet run (rptr < wptr)
+  std::uint64_t during_poll = 0;  // of them, while a POLL_REGMEM waited
 };
 
 class sdma_engine : public queue_wakeup {
@@ -100,6 +127,39 @@ class sdma_engine : public queue_wakeup {
   // Bytes moved by COPY_LINEAR and CONSTANT_FILL so far.
   [[nodiscard]] std::uint64_t bytes_moved() const noexcept { return moved_.load(std::memory_order_relaxed); }
 
+  // ---- preemption (see the header comment) ------------------------------------------------------
+  // On demand: the queue goes off the engine at its next preemption point and stays off until
+  // resume().
+  void request_preemption() noexcept {
+    {
+      std::lock_guard lock(mu_);
+      hold_.store(true, std::memory_order_relaxed);
+      ++wake_seq_;
+    }
+    cv_.notify_all();
+  }
+  void resume() noexcept {
+    {
+      std::lock_guard lock(mu_);
+      hold_.store(false, std::memory_order_relaxed);
+    }
+    cv_.notify_all();
+  }
+  // True once the queue is saved and off the engine (within `timeout`).
+  bool wait_preempted(std::chrono::milliseconds timeout) const {
+    std::unique_lock lock(mu_);
+    return progress_cv_.wait_for(lock, timeout, [&] { return mqd_.saved || stop_; }) && mqd_.saved;
+  }
+  [[nodiscard]] sdma_preemption_stats preemption_stats() const {
+    std::lock_guard lock(mu_);
+    return pstats_;
+  }
+  // The MQD image (meaningful while the queue is off: mqd().saved).
+  [[nodiscard]] sdma_mqd mqd() const {
+    std::lock_guard lock(mu_);
+    return mqd_;
+  }
+
   // Blocks until the read pointer reaches `offset` (true), the timeout passes or the queue is in
   // error (false).
   bool wait_idle(std::uint64_t offset, std::chrono::milliseconds timeout) const {
@@ -116,6 +176,7 @@ class sdma_engine : public queue_wakeup {
  private:
   sdma_engine(const sdma_queue_binding& b, const vm_access& vm, event_notifier& ev, sdma_engine_options opt)
       : b_(b), vm_(vm), events_(ev), opt_(opt) {
+    next_preempt_ = std::chrono::steady_clock::now() + opt_.preempt_interval;
     ring_ = static_cast<const std::uint32_t*>(vm_.host_address(b_.ring_va));
     rptr_word_ = static_cast<std::uint64_t*>(vm_.host_address(b_.read_pointer_va));
     rptr_.store(std::atomic_ref<std::uint64_t>(*rptr_word_).load(std::memory_order_acquire), std::memory_order_release);
@@ -131,6 +192,11 @@ class sdma_engine : public queue_wakeup {
     auto idle_since = std::chrono::steady_clock::now();
     std::chrono::microseconds nap{10};
     while (!stopping() && !has_error()) {
+      if (skip_ == 0 && preemption_due()) {  // between packets, or while a POLL_REGMEM waits
+        if (!preempt()) break;
+        idle_since = std::chrono::steady_clock::now();
+        continue;
+      }
       const std::uint64_t seen = wake_seq();  // before looking, so no wake-up is lost
       const std::uint64_t w = wptr();
       const std::uint64_t r = read_offset();
@@ -154,6 +220,46 @@ class sdma_engine : public queue_wakeup {
       if (nap < opt_.idle_poll_max) nap *= 2;
     }
     progress_cv_.notify_all();
+  }
+
+  [[nodiscard]] bool preemption_due() {
+    if (hold_.load(std::memory_order_relaxed)) return true;
+    return opt_.preempt_interval.count() != 0 && std::chrono::steady_clock::now() >= next_preempt_;
+  }
+  // Save, stay off, restore (see the header comment). false: the engine was stopped meanwhile.
+  bool preempt() {
+    const bool on_demand = hold_.load(std::memory_order_relaxed);
+    // Save: the engine is between packets (or in a poll, which restarts); RB_RPTR to the MQD.
+    const std::uint64_t r = read_offset();
+    const bool polling = poll_tries_ != 0;
+    cur_.clear();
+    poll_tries_ = 0;
+    {
+      std::lock_guard lock(mu_);
+      mqd_.rb_rptr = r;
+      mqd_.saved = true;
+      rptr_.store(0, std::memory_order_release);  // the engine holds no queue state while it is off
+      ++pstats_.preemptions;
+      if (r < wptr()) ++pstats_.with_work;
+      if (polling) ++pstats_.during_poll;
+    }
+    progress_cv_.notify_all();
+    // Off: doorbells are not seen (the doorbell is disabled); only resume, the timer or a stop end it.
+    {
+      std::unique_lock lock(mu_);
+      if (on_demand) cv_.wait(lock, [&] { return stop_ || !hold_.load(std::memory_order_relaxed); });
+      else if (opt_.preempt_off_for.count() != 0) cv_.wait_for(lock, opt_.preempt_off_for, [&] { return stop_; });
+      if (stop_) {
+        rptr_.store(mqd_.rb_rptr, std::memory_order_release);
+        return false;
+      }
+      // Restore: RB_RPTR from the MQD; RB_WPTR is read from the queue's write pointer at every fetch.
+      rptr_.store(mqd_.rb_rptr, std::memory_order_release);
+      mqd_.saved = false;
+    }
+    next_preempt_ = std::chrono::steady_clock::now() + opt_.preempt_interval;
+    progress_cv_.notify_all();
+    return true;
   }
 
   [[nodiscard]] std::uint32_t dw(std::uint64_t byte_offset) const noexcept {
@@ -245,6 +351,12 @@ class sdma_engine : public queue_wakeup {
   std::uint32_t poll_tries_ = 0;  // polls of the current POLL_REGMEM (engine thread only)
   std::uint32_t skip_ = 0;        // COND_EXE: dwords of the current stream to discard (engine thread only)
   std::vector<std::uint32_t> cur_;  // the packet being run (engine thread only)
+  std::chrono::steady_clock::time_point next_preempt_{};  // engine thread only
+  // Guarded by queue_wakeup::mu_: the MQD image, the statistics; hold_ (on demand) is written
+  // under it and read without it at each preemption point.
+  sdma_mqd mqd_;
+  std::atomic<bool> hold_{false};
+  sdma_preemption_stats pstats_;
 
   mutable std::condition_variable progress_cv_;  // with queue_wakeup::mu_
   engine_error_slot errors_;
