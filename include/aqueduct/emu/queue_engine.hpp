@@ -247,6 +247,21 @@ class queue_engine final : public queue_port {
 
   // True when an engine of this queue could not be stopped in time and was abandoned.
   [[nodiscard]] bool abandoned() const noexcept { return abandoned_.load(std::memory_order_acquire); }
+  // The faults the plan injected into this queue (emu/fault_plan.hpp), so that a soak can match
+  // every injected fault to the error reported for it: data accesses faulted (`memory`) or hung
+  // (`hang`), completion interrupts lost (`irq`), and whether a device reset stopped it.
+  struct injected_faults {
+    std::uint64_t memory = 0, hang = 0, irq = 0;
+    bool reset = false;
+  };
+  [[nodiscard]] injected_faults injected() const noexcept {
+    injected_faults f;
+    f.memory = vm_->memory_injected();
+    f.hang = vm_->hang_injected();
+    f.irq = notifier_->irq_lost();
+    f.reset = killed_.load(std::memory_order_acquire);
+    return f;
+  }
   // Data accesses of this queue's engine an injected hang (fault_plan `hang`) holds right now:
   // the observable "the hang has fired" (tests wait for it instead of sleeping).
   [[nodiscard]] std::uint64_t hangs_held() const noexcept { return vm_->hangs_held(); }
@@ -350,6 +365,7 @@ class queue_engine final : public queue_port {
     [[nodiscard]] bool data_access_ok(std::uint64_t va, std::uint64_t len) const noexcept override {
       if (faults_) {
         if (faults_->fire(fault_kind::hang)) {
+          hang_injected_.fetch_add(1, std::memory_order_relaxed);
           std::unique_lock lock(hang_mu_);
           ++hangs_held_;
           hang_cv_.wait(lock, [&] { return released_; });
@@ -357,7 +373,10 @@ class queue_engine final : public queue_port {
           ++hangs_ended_;
           return false;  // released: the queue is stopping; the access faults and unwinds the wave
         }
-        if (faults_->fire(fault_kind::memory)) return false;
+        if (faults_->fire(fault_kind::memory)) {
+          memory_injected_.fetch_add(1, std::memory_order_relaxed);
+          return false;
+        }
       }
       return is_mapped(va, len);
     }
@@ -382,6 +401,8 @@ class queue_engine final : public queue_port {
       std::lock_guard lock(hang_mu_);
       return hangs_ended_;
     }
+    [[nodiscard]] std::uint64_t memory_injected() const noexcept { return memory_injected_.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::uint64_t hang_injected() const noexcept { return hang_injected_.load(std::memory_order_relaxed); }
     // Accesses an injected hang holds now (an engine thread waiting inside data_access_ok).
     [[nodiscard]] std::uint64_t hangs_held() const noexcept {
       std::lock_guard lock(hang_mu_);
@@ -398,6 +419,7 @@ class queue_engine final : public queue_port {
     bool released_ = false;
     mutable std::uint64_t hangs_ended_ = 0;
     mutable std::uint64_t hangs_held_ = 0;
+    mutable std::atomic<std::uint64_t> memory_injected_{0}, hang_injected_{0};  // this queue's, by the plan
   };
 
   // The interrupts of this queue's engine: the fault plan may lose one, or reset the device at one.
@@ -415,15 +437,19 @@ class queue_engine final : public queue_port {
           } catch (...) {
           }
         } else if (faults_->fire(fault_kind::irq)) {
+          irq_lost_.fetch_add(1, std::memory_order_relaxed);
           return;  // lost: the completion is in memory, the event is not signalled
         }
       }
       inner_->signal_event(id);
     }
 
+    [[nodiscard]] std::uint64_t irq_lost() const noexcept { return irq_lost_.load(std::memory_order_relaxed); }
+
    private:
     event_notifier* inner_ = nullptr;
     fault_injector* faults_ = nullptr;
+    std::atomic<std::uint64_t> irq_lost_{0};
   };
 
   // Stops `e` on a helper thread and waits up to `timeout`; if its threads do not end, revokes
