@@ -7,19 +7,24 @@
 #   fuzz  build the libFuzzer targets with clang-19 (build-fuzz/) and run each for
 #         AQUEDUCT_FUZZ_SECONDS (default 20) from its regression inputs (and, for the code parsers,
 #         the code fixtures).
-# Usage: scripts/sanitizers.sh [asan|tsan|fuzz|all] (default all).
+# Usage: scripts/sanitizers.sh [asan|tsan|fuzz|all]... (default all; the steps named run in the order
+# above, e.g. `scripts/sanitizers.sh tsan fuzz`, which is what .ci/run runs).
 # programs: cmake ctest clang++-19 ninja getconf awk
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-what=${1:-all}
+steps=("${@:-all}")
 jobs=${AQUEDUCT_JOBS:-$(nproc)}
 fuzz_seconds=${AQUEDUCT_FUZZ_SECONDS:-20}
-case "$what" in asan | tsan | fuzz | all) ;; *)
-  echo "usage: $0 [asan|tsan|fuzz|all]" >&2
-  exit 2
-  ;;
-esac
+for s in "${steps[@]}"; do
+  case "$s" in asan | tsan | fuzz | all) ;; *)
+    echo "usage: $0 [asan|tsan|fuzz|all]... (unknown step '$s')" >&2
+    exit 2
+    ;;
+  esac
+done
+wants() { [[ " ${steps[*]} " == *" $1 "* || " ${steps[*]} " == *" all "* ]]; }
+what="${steps[*]}"
 t_all=$SECONDS
 # CPU seconds (user + sys) of every finished child process so far: with the wall time it tells
 # a slow step from a loaded machine (on an idle 2-core machine, wall ~ CPU / 2 for a -j2 build).
@@ -28,7 +33,7 @@ cpu_children() { awk -v t="$tck" '{ printf "%d", ($16 + $17) / t }' "/proc/$$/st
 step() { echo; echo "==> sanitizers: $*"; t_step=$SECONDS; c_step=$(cpu_children); }
 done_step() { echo "==> ... $1 in $((SECONDS - t_step)) s (CPU $(($(cpu_children) - c_step)) s, load $(cut -d' ' -f1-3 /proc/loadavg))"; }
 
-if [[ $what == asan || $what == all ]]; then
+if wants asan; then
   step "ASan + UBSan: configure and build (cmake --preset asan -> build-asan/, -j $jobs)"
   cmake --preset asan >/dev/null
   cmake --build --preset asan -j "$jobs"
@@ -38,7 +43,7 @@ if [[ $what == asan || $what == all ]]; then
   done_step "passed"
 fi
 
-if [[ $what == tsan || $what == all ]]; then
+if wants tsan; then
   step "TSan: configure and build the concurrent tests (cmake --preset tsan -> build-tsan/)"
   cmake --preset tsan >/dev/null
   # Only the executables of the tests labelled `concurrent`.
@@ -50,7 +55,7 @@ if [[ $what == tsan || $what == all ]]; then
   done_step "passed"
 fi
 
-if [[ $what == fuzz || $what == all ]]; then
+if wants fuzz; then
   step "fuzz: configure and build the libFuzzer targets with clang-19 (build-fuzz/)"
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-19 \
     -DAQUEDUCT_BUILD_FUZZERS=ON -DAQUEDUCT_BUILD_EXAMPLES=OFF -DAQUEDUCT_BUILD_BENCH=OFF \

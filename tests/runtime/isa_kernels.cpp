@@ -128,7 +128,10 @@ digests run_corpus(const rt::agent& gpu, const std::string& path, bool pm4 = fal
       for (std::uint32_t i = 0; i < n; ++i) a[i] = static_cast<std::int32_t>(i * 2654435761u), b[i] = 0;
       run("gridstride", rt::grid{256}, rt::block{64}, a, b, n, 256u);
       int bad = 0;
-      for (std::uint32_t i = 0; i < n; ++i) bad += b[i] != a[i] * 3 + (a[i] >> 2);
+      // The reference wraps as the GPU's 32-bit integer unit does (a signed int would overflow:
+      // UBSan, "signed integer overflow: -1640531535 * 3").
+      for (std::uint32_t i = 0; i < n; ++i)
+        bad += b[i] != static_cast<std::int32_t>(static_cast<std::uint32_t>(a[i]) * 3u + static_cast<std::uint32_t>(a[i] >> 2));
       CHECK(bad == 0);
       out_digest["gridstride"] = digest(b.data(), n);
     }

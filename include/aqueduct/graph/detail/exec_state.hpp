@@ -122,6 +122,10 @@ struct exec_state {
   [[nodiscard]] std::uint32_t slots() const noexcept { return opt.replay_slots; }
 };
 
+// Where the sizing pass of lower_pm4_segment pretends the body buffer is (any non-null,
+// page-aligned address: only the packets' sizes are kept from that pass).
+inline constexpr std::uint64_t sizing_va = 0x1000;
+
 // A PM4 segment's packets for one slot (graph/detail/lower.hpp). With conditionals, their bodies
 // go to the slot's body buffer, whose address the packets hold: lowered once to learn the size,
 // again if the buffer had to grow ((re)allocated only while the slot is idle).
@@ -134,10 +138,12 @@ inline void lower_pm4_segment(const plan& p, slot_view v, exec_segment& sg, std:
   }
   kfd::buffer<file_type>& b = sg.body[slot];
   for (int pass = 0; pass < 2; ++pass) {
-    if (b) {
-      v.loop_flags = b.va();
-      v.body_base = b.va() + byte_count(sg.loop_flag_bytes);
-    }
+    // Before the buffer exists the sizing pass lowers against a stand-in address: the packets that
+    // name a flag word or a body must be encoded all the same (a RELEASE_MEM to address 0 encodes
+    // to nothing, which undercounted each WHILE's overflow body).
+    const gpu_va base = b ? b.va() : gpu_va{sizing_va};
+    v.loop_flags = base;
+    v.body_base = base + byte_count(sg.loop_flag_bytes);
     pm4_lowering(p, v, out, host_waited).lower(seg, q);
     const std::uint64_t need = sg.loop_flag_bytes + 4ull * out.body.size();
     if (b && b.size().value >= need) break;

@@ -353,7 +353,7 @@ class pm4_lowering {
                                                      " dwords: an indirect buffer holds at most 2^20 - 1 (split the body)"));
     const std::size_t at = out_.body.size();
     const auto d = out_.body.append(b.size());
-    std::memcpy(d.data(), b.dwords().data(), 4 * b.size());
+    if (!b.empty()) std::memcpy(d.data(), b.dwords().data(), 4 * b.size());
     return {v_.body_base + byte_count(4ull * at), static_cast<std::uint32_t>(b.size())};
   }
 
