@@ -1,5 +1,7 @@
 // emu/isa: gfx11/gfx12 buffer memory (MUBUF / VBUFFER, s_buffer_load) and DPP16/DPP8 against
-// the ISA guides' rules written out here, for gfx1100 and gfx1201.
+// the ISA guides' rules written out here, for gfx1100 and gfx1201; gfx942/gfx90a MUBUF atomics
+// and s_buffer_load; LDS atomics (32/64-bit, returning or not, compare-store, f32 add) on every
+// target, against the DS_* pseudocode written out here.
 //
 // Programs are assembled at test time by llvm-mc-19 (wave64) and run as one wave on the
 // interpreter. The expected values are computed in this file from the rules the RDNA3/RDNA4 ISA
@@ -22,8 +24,9 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <functional>
+#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,6 +47,7 @@ struct wave_run {
   std::vector<u32> code_mem;
 
   u32 v1[64] = {}, v2[64] = {};  // initial v1, v2
+  std::vector<std::byte> lds;     // the workgroup's LDS (none unless a case gives it)
 
   void run(const isa::target& t, const std::vector<u32>& code, const u32 (&sgprs)[40], u64 exec = ~0ull) {
     code_mem.assign(code.size() + 64, 0u);
@@ -62,7 +66,7 @@ struct wave_run {
     rp.vgprs = 48;
     rp.rsrc1 = 1u << 23;
     std::atomic<std::int64_t> budget{1 << 20};
-    it->run(rp, std::span<const emu::wave_state>(&ws, 1), {}, budget);
+    it->run(rp, std::span<const emu::wave_state>(&ws, 1), std::span<std::byte>(lds), budget);
   }
   [[nodiscard]] u32 v(unsigned reg, unsigned lane) const { return it->vgpr(0, reg, lane); }
   [[nodiscard]] u32 s(unsigned reg) const { return it->sgpr(0, reg); }
@@ -282,4 +286,210 @@ TEST_CASE("gfx11 and gfx12 DPP16 and DPP8: every control family, masks, bound_ct
 TEST_CASE("gfx11 MUBUF and gfx12 VBUFFER loads, stores, atomics and s_buffer_load through a V#") {
   run_buffers("gfx1100", isa::gfx11_target);
   run_buffers("gfx1201", isa::gfx12_target);
+}
+
+// ---- LDS atomics (every target): each lane owns 8 bytes of LDS, so the expected values do not
+// depend on lane order. Per program: lane memory m (64-bit, at 2048 + 8 l), data0 a and data1
+// b (loaded from LDS at 8 l and 512 + 8 l); EXEC with lanes off during the atomic; v10/v11 start
+// as 0x5555. Expected: the ISA guides' DS_* pseudocode written out here (32-bit forms act on the
+// low dword; returning forms give the old value; inactive lanes change nothing).
+namespace {
+
+struct lds_case {
+  const char* rdna;   // gfx11/gfx12 mnemonic
+  const char* gfx9;   // gfx90a/gfx942 mnemonic (gfx9 swaps ds_cmpst's data operands: written below)
+  bool wide, rtn, cmp, fp;
+  std::function<u64(u64 m, u64 a, u64 b)> f;
+};
+
+std::vector<lds_case> lds_cases() {
+  using i32 = std::int32_t;
+  using i64 = std::int64_t;
+  auto fadd = [](u64 m, u64 a, u64) { return u64(std::bit_cast<u32>(std::bit_cast<float>(u32(m)) + std::bit_cast<float>(u32(a)))); };
+  std::vector<lds_case> c = {
+      {"ds_add_rtn_u32", nullptr, false, true, false, false, [](u64 m, u64 a, u64) { return u64(u32(m) + u32(a)); }},
+      {"ds_sub_u32", nullptr, false, false, false, false, [](u64 m, u64 a, u64) { return u64(u32(m) - u32(a)); }},
+      {"ds_sub_rtn_u32", nullptr, false, true, false, false, [](u64 m, u64 a, u64) { return u64(u32(m) - u32(a)); }},
+      {"ds_rsub_u32", nullptr, false, false, false, false, [](u64 m, u64 a, u64) { return u64(u32(a) - u32(m)); }},
+      {"ds_rsub_rtn_u32", nullptr, false, true, false, false, [](u64 m, u64 a, u64) { return u64(u32(a) - u32(m)); }},
+      {"ds_inc_u32", nullptr, false, false, false, false, [](u64 m, u64 a, u64) { return u64(u32(m) >= u32(a) ? 0u : u32(m) + 1); }},
+      {"ds_inc_rtn_u32", nullptr, false, true, false, false, [](u64 m, u64 a, u64) { return u64(u32(m) >= u32(a) ? 0u : u32(m) + 1); }},
+      {"ds_dec_u32", nullptr, false, false, false, false, [](u64 m, u64 a, u64) { return u64(u32(m) == 0 || u32(m) > u32(a) ? u32(a) : u32(m) - 1); }},
+      {"ds_dec_rtn_u32", nullptr, false, true, false, false, [](u64 m, u64 a, u64) { return u64(u32(m) == 0 || u32(m) > u32(a) ? u32(a) : u32(m) - 1); }},
+      {"ds_min_rtn_i32", nullptr, false, true, false, false, [](u64 m, u64 a, u64) { return u64(u32(std::min(i32(m), i32(a)))); }},
+      {"ds_max_rtn_i32", nullptr, false, true, false, false, [](u64 m, u64 a, u64) { return u64(u32(std::max(i32(m), i32(a)))); }},
+      {"ds_min_rtn_u32", nullptr, false, true, false, false, [](u64 m, u64 a, u64) { return u64(std::min(u32(m), u32(a))); }},
+      {"ds_max_rtn_u32", nullptr, false, true, false, false, [](u64 m, u64 a, u64) { return u64(std::max(u32(m), u32(a))); }},
+      {"ds_and_rtn_b32", nullptr, false, true, false, false, [](u64 m, u64 a, u64) { return u64(u32(m) & u32(a)); }},
+      {"ds_or_rtn_b32", nullptr, false, true, false, false, [](u64 m, u64 a, u64) { return u64(u32(m) | u32(a)); }},
+      {"ds_xor_rtn_b32", nullptr, false, true, false, false, [](u64 m, u64 a, u64) { return u64(u32(m) ^ u32(a)); }},
+      {"ds_storexchg_rtn_b32", "ds_wrxchg_rtn_b32", false, true, false, false, [](u64, u64 a, u64) { return u64(u32(a)); }},
+      {"ds_cmpstore_b32", "ds_cmpst_b32", false, false, true, false, [](u64 m, u64 a, u64 b) { return u64(u32(m) == u32(b) ? u32(a) : u32(m)); }},
+      {"ds_cmpstore_rtn_b32", "ds_cmpst_rtn_b32", false, true, true, false, [](u64 m, u64 a, u64 b) { return u64(u32(m) == u32(b) ? u32(a) : u32(m)); }},
+      {"ds_add_f32", nullptr, false, false, false, true, fadd},
+      {"ds_add_rtn_f32", nullptr, false, true, false, true, fadd},
+      {"ds_add_u64", nullptr, true, false, false, false, [](u64 m, u64 a, u64) { return m + a; }},
+      {"ds_add_rtn_u64", nullptr, true, true, false, false, [](u64 m, u64 a, u64) { return m + a; }},
+      {"ds_sub_rtn_u64", nullptr, true, true, false, false, [](u64 m, u64 a, u64) { return m - a; }},
+      {"ds_rsub_rtn_u64", nullptr, true, true, false, false, [](u64 m, u64 a, u64) { return a - m; }},
+      {"ds_inc_rtn_u64", nullptr, true, true, false, false, [](u64 m, u64 a, u64) { return m >= a ? 0 : m + 1; }},
+      {"ds_dec_rtn_u64", nullptr, true, true, false, false, [](u64 m, u64 a, u64) { return m == 0 || m > a ? a : m - 1; }},
+      {"ds_min_i64", nullptr, true, false, false, false, [](u64 m, u64 a, u64) { return u64(std::min(i64(m), i64(a))); }},
+      {"ds_max_rtn_i64", nullptr, true, true, false, false, [](u64 m, u64 a, u64) { return u64(std::max(i64(m), i64(a))); }},
+      {"ds_min_rtn_u64", nullptr, true, true, false, false, [](u64 m, u64 a, u64) { return std::min(m, a); }},
+      {"ds_max_u64", nullptr, true, false, false, false, [](u64 m, u64 a, u64) { return std::max(m, a); }},
+      {"ds_and_rtn_b64", nullptr, true, true, false, false, [](u64 m, u64 a, u64) { return m & a; }},
+      {"ds_or_b64", nullptr, true, false, false, false, [](u64 m, u64 a, u64) { return m | a; }},
+      {"ds_xor_rtn_b64", nullptr, true, true, false, false, [](u64 m, u64 a, u64) { return m ^ a; }},
+      {"ds_storexchg_rtn_b64", "ds_wrxchg_rtn_b64", true, true, false, false, [](u64, u64 a, u64) { return a; }},
+      {"ds_cmpstore_b64", "ds_cmpst_b64", true, false, true, false, [](u64 m, u64 a, u64 b) { return m == b ? a : m; }},
+      {"ds_cmpstore_rtn_b64", "ds_cmpst_rtn_b64", true, true, true, false, [](u64 m, u64 a, u64 b) { return m == b ? a : m; }},
+  };
+  return c;
+}
+
+std::string hex(u64 x) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(x));
+  return b;
+}
+
+void run_lds_atomics(const char* mcpu, const isa::target& t) {
+  const std::string gen = mcpu;
+  const bool gfx9 = gen.starts_with("gfx9"), gfx12 = gen.starts_with("gfx12");
+  const std::vector<lds_case> cases = lds_cases();
+  std::string text;
+  for (const lds_case& c : cases) {
+    const std::string name = gfx9 && c.gfx9 ? c.gfx9 : c.rdna;
+    const std::string a = c.wide ? "v[2:3]" : "v2", b = c.wide ? "v[4:5]" : "v4", dst = c.wide ? "v[10:11]" : "v10";
+    std::string ops = c.rtn ? dst + ", v1, " : "v1, ";
+    // gfx9's ds_cmpst takes the compare value first, gfx11's ds_cmpstore the new value first.
+    ops += c.cmp ? (gfx9 ? b + ", " + a : a + ", " + b) : a;
+    text += std::string("v_lshlrev_b32 v1, 3, v0\n") + (gfx9 ? "ds_read_b64 v[2:3], v1\nds_read_b64 v[4:5], v1 offset:512\n"
+                                                              : "ds_load_b64 v[2:3], v1\nds_load_b64 v[4:5], v1 offset:512\n") +
+            (gfx12 ? "s_wait_dscnt 0\n" : "s_waitcnt lgkmcnt(0)\n") + "v_mov_b32 v10, 0x5555\nv_mov_b32 v11, 0x5555\n" +
+            "s_mov_b64 exec, s[2:3]\n" + name + " " + ops + " offset:2048\ns_mov_b64 exec, -1\ns_endpgm\n";
+  }
+  const auto progs = aq_test::assemble(AQUEDUCT_TEST_LLVM_MC, mcpu, text);
+  REQUIRE(progs.size() == cases.size());
+  const u32 e32[8] = {0u, 1u, 2u, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFFu, 0xFFFFFFFEu, 0x12345678u};
+  // f32: 0, -0, 1, the smallest denormal, a negative denormal, FLT_MAX, +inf, a quiet NaN
+  const u32 f32[8] = {0u, 0x80000000u, 0x3F800000u, 1u, 0x807FFFFFu, 0x7F7FFFFFu, 0x7F800000u, 0x7FC00001u};
+  const u64 exec = 0xF0F0FFFF7FFFFFFEull;
+  u32 s[40] = {};
+  s[2] = u32(exec), s[3] = u32(exec >> 32);
+  int bad = 0;
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    const lds_case& c = cases[k];
+    const std::string name = std::string(mcpu) + " " + (gfx9 && c.gfx9 ? c.gfx9 : c.rdna);
+    const u32* e = c.fp ? f32 : e32;
+    u64 m[64], a[64], b[64];
+    for (unsigned l = 0; l < 64; ++l) {  // every (m, a) pair of the low dwords; high dwords mixed
+      m[l] = u64(e[(l * 3 + 1) % 8]) << 32 | e[l % 8];
+      a[l] = u64(e[(l * 5 + 2) % 8]) << 32 | e[(l / 8) % 8];
+      if (l % 8 == (l / 8) % 8) a[l] = m[l];  // equal 64-bit operands too (the low dwords already are)
+      b[l] = l % 2 ? m[l] : m[l] ^ (l % 4 == 0 ? 1ull : 1ull << 32);  // cmpstore: equal on odd lanes
+    }
+    wave_run r;
+    r.lds.assign(4096, std::byte{0xA5});
+    std::memcpy(r.lds.data(), a, sizeof a);
+    std::memcpy(r.lds.data() + 512, b, sizeof b);
+    std::memcpy(r.lds.data() + 2048, m, sizeof m);
+    r.run(t, progs[k], s);
+    const int bad_before = bad;
+    for (unsigned l = 0; l < 64; ++l) {
+      const bool on = (exec >> l) & 1;
+      u64 got;
+      std::memcpy(&got, r.lds.data() + 2048 + 8 * l, 8);
+      u64 want = m[l];
+      if (on) want = c.wide ? c.f(m[l], a[l], b[l]) : (m[l] & 0xFFFFFFFF00000000ull) | (c.f(m[l], a[l], b[l]) & 0xFFFFFFFFu);
+      const bool nan_ok = c.fp && std::isnan(std::bit_cast<float>(u32(want))) && std::isnan(std::bit_cast<float>(u32(got))) &&
+                          (got >> 32) == (want >> 32);
+      if (got != want && !nan_ok && bad++ < 12)
+        MESSAGE((name + " lane " + std::to_string(l) + " memory: got " + hex(got) + ", want " + hex(want) + " (m " + hex(m[l]) + ", a " +
+                 hex(a[l]) + ", b " + hex(b[l]) + ")"));
+      const u32 r0 = !on || !c.rtn ? 0x5555u : u32(m[l]);
+      const u32 r1 = !on || !c.rtn || !c.wide ? 0x5555u : u32(m[l] >> 32);
+      if ((r.v(10, l) != r0 || r.v(11, l) != r1) && bad++ < 12)
+        MESSAGE((name + " lane " + std::to_string(l) + " returned: got " + hex(u64(r.v(11, l)) << 32 | r.v(10, l)) + ", want " +
+                 hex(u64(r1) << 32 | r0)));
+    }
+    if (bad != bad_before) MESSAGE((name + ": " + std::to_string(bad - bad_before) + " mismatches"));
+  }
+  CHECK(bad == 0);
+}
+
+// gfx9 V# (GCN/CDNA layout): base, stride, swizzle bit 63; num_records; word 3's selects unused here.
+void put_vsharp_gfx9(u32* s, const void* base, u32 stride, u32 num_records) {
+  const u64 b = reinterpret_cast<std::uintptr_t>(base);
+  s[0] = static_cast<u32>(b), s[1] = static_cast<u32>(b >> 32) | stride << 16, s[2] = num_records, s[3] = 0;
+}
+
+// gfx942/gfx90a MUBUF atomics and s_buffer_load through a raw V# (stride 0: an access at offset
+// >= num_records is out of range; an out-of-range atomic does nothing and returns 0).
+void run_gfx9_buffer_atomics(const char* mcpu, const isa::target& t) {
+  const bool gfx942 = std::string(mcpu) == "gfx942";
+  const std::string ret = gfx942 ? "sc0" : "glc";  // the "return the old value" bit
+  const std::string text = "v_lshlrev_b32 v1, 2, v0\nv_mov_b32 v10, v0\n"
+                           "buffer_atomic_add v10, v1, s[8:11], 0 offen " + ret + "\n"
+                           "v_mov_b32 v12, 0x777\nv_and_b32 v13, 1, v0\n"
+                           "buffer_atomic_cmpswap v[12:13], v1, s[12:15], 0 offen " + ret + "\n"
+                           "v_lshlrev_b32 v3, 3, v0\nv_mov_b32 v14, v0\nv_mov_b32 v15, 1\n"
+                           "buffer_atomic_add_x2 v[14:15], v3, s[16:19], 0 offen offset:8 " + ret + "\n"
+                           "v_mov_b32 v16, 0xF0\nbuffer_atomic_or v16, v1, s[8:11], 0 offen\n"
+                           "s_buffer_load_dwordx2 s[20:21], s[8:11], 0x9c\n"
+                           "s_buffer_load_dword s22, s[8:11], s2\n"
+                           "s_buffer_load_dwordx4 s[24:27], s[8:11], 0x10\n"
+                           "s_endpgm\n";
+  const auto progs = aq_test::assemble(AQUEDUCT_TEST_LLVM_MC, mcpu, text);
+  REQUIRE(progs.size() == 1);
+  std::vector<u32> A(64), B(64);
+  std::vector<u64> C(80, 0);
+  for (u32 i = 0; i < 64; ++i) A[i] = 1000 + i * 3, B[i] = i % 4;
+  for (u32 i = 0; i < 80; ++i) C[i] = 0xFFFFFFF0ull + i;
+  u32 s[40] = {};
+  s[2] = 8;                              // soffset of s_buffer_load_dword
+  put_vsharp_gfx9(s + 8, A.data(), 0, 160);  // 40 dwords in range
+  put_vsharp_gfx9(s + 12, B.data(), 0, 256);
+  put_vsharp_gfx9(s + 16, C.data(), 0, 8 * 33);  // bytes: lanes 0..31 in range (offset 8 l + 8 < 264)
+  const std::vector<u32> A0 = A, B0 = B;
+  const std::vector<u64> C0 = C;
+  wave_run r;
+  r.vm.map(A.data(), A.size() * 4), r.vm.map(B.data(), B.size() * 4), r.vm.map(C.data(), C.size() * 8);
+  r.run(t, progs[0], s);
+  int bad = 0;
+  auto check = [&](const char* what, unsigned l, u64 got, u64 want) {
+    if (got != want && bad++ < 12)
+      MESSAGE((std::string(mcpu) + " " + what + " lane " + std::to_string(l) + ": got " + hex(got) + ", want " + hex(want)));
+  };
+  for (unsigned l = 0; l < 64; ++l) {
+    const bool in = 4 * l < 160;
+    check("add returns the old value", l, r.v(10, l), in ? A0[l] : 0u);
+    check("add then or (no return)", l, A[l], in ? (A0[l] + l) | 0xF0u : A0[l]);
+    check("or without glc leaves vdata", l, r.v(16, l), 0xF0u);
+    check("cmpswap returns the old value", l, r.v(12, l), B0[l]);
+    check("cmpswap stores when memory equals data[1]", l, B[l], B0[l] == (l & 1) ? 0x777u : B0[l]);
+    const bool in64 = 8 * l + 8 < 8 * 33;
+    check("add_x2 returns the old value", l, u64(r.v(15, l)) << 32 | r.v(14, l), in64 ? C0[l + 1] : 0u);
+    check("add_x2 carries into the high dword", l, C[l + 1], in64 ? C0[l + 1] + (1ull << 32 | l) : C0[l + 1]);
+  }
+  check("s_buffer_load_dwordx2 dword 0", 0, r.s(20), A[39]);
+  check("s_buffer_load_dwordx2 dword 1 past num_records", 1, r.s(21), 0u);
+  check("s_buffer_load_dword soffset", 0, r.s(22), A[2]);
+  for (unsigned i = 0; i < 4; ++i) check("s_buffer_load_dwordx4", i, r.s(24 + i), A[4 + i]);
+  CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("LDS atomics (32- and 64-bit, returning or not, compare-store, f32 add) on edge values, every target") {
+  run_lds_atomics("gfx1100", isa::gfx11_target);
+  run_lds_atomics("gfx1201", isa::gfx12_target);
+  run_lds_atomics("gfx942", isa::gfx942_target);
+  run_lds_atomics("gfx90a", isa::gfx90a_target);
+}
+
+TEST_CASE("gfx942 and gfx90a MUBUF atomics and s_buffer_load through a V#") {
+  run_gfx9_buffer_atomics("gfx942", isa::gfx942_target);
+  run_gfx9_buffer_atomics("gfx90a", isa::gfx90a_target);
 }

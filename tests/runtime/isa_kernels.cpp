@@ -22,8 +22,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -424,6 +426,57 @@ digests run_corpus(const rt::agent& gpu, const std::string& path, bool pm4 = fal
         }
         CHECK(bad == 0);
       }
+    }
+    {
+      // LDS atomics (ds_*_rtn_*, 64-bit, f32 add, compare-store in a CAS loop, exchange, inc):
+      // per workgroup of 64 (the last has 40 ids < n), checks that hold whatever order the lanes
+      // and waves reach the atomics in.
+      const std::uint32_t groups = (n + 63) / 64;
+      auto in = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(n + 8 * groups, rt::memory_kind::host);
+      auto out64 = gpu.alloc<std::uint64_t>(n + 4 * groups, rt::memory_kind::host);
+      auto outf = gpu.alloc<float>(n + 2 * groups, rt::memory_kind::host);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        in[i] = i * 2654435761u + 12345u;
+        REQUIRE(in[i] != 0x80000000u);  // the "one lane saw INT_MIN" check below needs it
+      }
+      run("ldsatomic", rt::grid{n}, rt::block{64}, in, out, out64, outf, n);
+      int bad = 0;
+      for (std::uint32_t g = 0; g < groups; ++g) {
+        const std::uint32_t lo = g * 64, k = std::min(n, lo + 64) - lo;
+        std::multiset<std::uint32_t> tk, dn, inc, ex{0x5A5A5A5Au}, tk64, got_ex{out[n + 8 * g + 3]};
+        std::uint32_t and_v = ~0u, or_v = 0, xor_v = 0, maxu = 0;
+        std::int32_t mins = 0x7FFFFFFF, maxs = std::numeric_limits<std::int32_t>::min();
+        std::uint64_t sum = 0, minq = ~0ull, maxq = 0, orq = 0;
+        float fsum = 0.0f, fmax = -1e30f, fcount = 0.0f;
+        for (std::uint32_t i = lo; i < lo + k; ++i) {
+          const std::uint32_t x = in[i], t = i - lo;
+          tk.insert(i - lo), dn.insert(i - lo), inc.insert(i - lo), tk64.insert(128 - (i - lo)), ex.insert(x);
+          and_v &= x | 0x00FF00FFu, or_v |= x & 0x0F0F0F0Fu, xor_v ^= x, maxu = std::max(maxu, x);
+          mins = std::min(mins, std::int32_t(x)), maxs = std::max(maxs, std::int32_t(x));
+          sum += std::uint64_t(x) << 20, orq |= 1ull << (x & 63);
+          minq = std::min(minq, std::uint64_t(x) << 31 | t), maxq = std::max(maxq, std::uint64_t(x) << 31 | t);
+          fsum += float(x & 0xFFu), fmax = std::max(fmax, float(int(x % 2001u)) - 1000.0f);
+          got_ex.insert(std::uint32_t(out64[i] >> 32));
+          fcount += outf[i];
+        }
+        std::multiset<std::uint32_t> gtk, gdn, ginc, gtk64;
+        for (std::uint32_t i = lo; i < lo + k; ++i)
+          gtk.insert(out[i] & 0xFFu), gdn.insert((out[i] >> 8) & 0xFFu), ginc.insert(out[i] >> 16), gtk64.insert(std::uint32_t(out64[i]));
+        bad += gtk != tk, bad += gdn != dn, bad += ginc != inc, bad += gtk64 != tk64, bad += got_ex != ex;
+        const std::uint32_t* fin = &out[n + 8 * g];
+        bad += fin[0] != and_v, bad += fin[1] != or_v, bad += fin[2] != xor_v, bad += fin[4] != maxu;
+        bad += fin[5] != std::uint32_t(mins), bad += fin[6] != std::uint32_t(maxs), bad += fin[7] != 7u + k;
+        const std::uint64_t* fin64 = &out64[n + 4 * g];
+        bad += fin64[0] != sum, bad += fin64[1] != minq, bad += fin64[2] != maxq, bad += fin64[3] != orq;
+        bad += outf[n + 2 * g] != fsum, bad += outf[n + 2 * g + 1] != fmax, bad += fcount != 1.0f;  // one lane saw INT_MIN
+        if (bad != 0) {
+          MESSAGE("workgroup " << g << ": " << bad << " mismatches so far");
+          break;
+        }
+      }
+      CHECK(bad == 0);
+      for (std::uint32_t g = 0; g < groups; ++g) out[n + 8 * g + 3] = 0;  // the last exchange depends on the order
+      out_digest["ldsatomic"] = digest(out.data() + n, 8 * groups) ^ digest(out64.data() + n, 4 * groups) ^ digest(outf.data() + n, 2 * groups);
     }
     {
       // Recursion: .uses_dynamic_stack, one frame in private_segment_fixed_size; the dispatch

@@ -12,7 +12,9 @@
 // its offset), dword-interleaved by lane as the hardware swizzles it: byte `o` of lane `l` is at
 // wave base + (o / 4) * lanes * 4 + l * 4 + o % 4. An offset beyond the kernel's private segment
 // size, scratch use on a queue without scratch memory, and any unmapped address fault.
-// Atomics run as host atomics: every access is sequentially consistent here.
+// Atomics run as host atomics: every access is sequentially consistent here. LDS atomics (DS):
+// the ISA guides' DS_* pseudocode, 32- and 64-bit, returning the old value in the _rtn_ forms;
+// a workgroup's waves run on one thread, so a lane's read-modify-write needs no host atomic.
 #pragma once
 
 #include <aqueduct/emu/isa/interpreter.hpp>
@@ -252,16 +254,60 @@ inline void interpreter::exec_ds(wave& w, const insn& d) {
       wr(a + off, &x, 4);
       if (R) R[l] = old;
     };
+    // 64-bit read-modify-write: data0 (and data1) are VGPR pairs, the old value returns into a pair.
+    auto rmw64 = [&](auto f) {
+      std::uint64_t x;
+      rd(a + off, &x, 8);
+      const std::uint64_t old = x;
+      const std::uint64_t v0 = std::uint64_t(data(D0, 1)) << 32 | data(D0, 0);
+      const std::uint64_t v1 = D1 ? std::uint64_t(data(D1, 1)) << 32 | data(D1, 0) : 0;
+      x = f(x, v0, v1);
+      wr(a + off, &x, 8);
+      if (R) R[l] = static_cast<std::uint32_t>(old), R[64 + l] = static_cast<std::uint32_t>(old >> 32);
+    };
+    using u32 = std::uint32_t;
+    using u64 = std::uint64_t;
+    using i64 = std::int64_t;
     switch (d.o) {
-      case op::ds_add_u32: case op::ds_add_rtn_u32: rmw([](std::uint32_t m, std::uint32_t v) { return m + v; }); break;
-      case op::ds_sub_u32: rmw([](std::uint32_t m, std::uint32_t v) { return m - v; }); break;
-      case op::ds_min_i32: rmw([](std::uint32_t m, std::uint32_t v) { return std::int32_t(v) < std::int32_t(m) ? v : m; }); break;
-      case op::ds_max_i32: rmw([](std::uint32_t m, std::uint32_t v) { return std::int32_t(v) >= std::int32_t(m) ? v : m; }); break;
-      case op::ds_min_u32: rmw([](std::uint32_t m, std::uint32_t v) { return std::min(m, v); }); break;
-      case op::ds_max_u32: rmw([](std::uint32_t m, std::uint32_t v) { return std::max(m, v); }); break;
-      case op::ds_and_b32: rmw([](std::uint32_t m, std::uint32_t v) { return m & v; }); break;
-      case op::ds_or_b32: rmw([](std::uint32_t m, std::uint32_t v) { return m | v; }); break;
-      case op::ds_xor_b32: rmw([](std::uint32_t m, std::uint32_t v) { return m ^ v; }); break;
+      case op::ds_add_u32: case op::ds_add_rtn_u32: rmw([](u32 m, u32 v) { return m + v; }); break;
+      case op::ds_sub_u32: case op::ds_sub_rtn_u32: rmw([](u32 m, u32 v) { return m - v; }); break;
+      case op::ds_rsub_u32: case op::ds_rsub_rtn_u32: rmw([](u32 m, u32 v) { return v - m; }); break;
+      case op::ds_inc_u32: case op::ds_inc_rtn_u32: rmw([](u32 m, u32 v) { return m >= v ? 0u : m + 1; }); break;
+      case op::ds_dec_u32: case op::ds_dec_rtn_u32: rmw([](u32 m, u32 v) { return m == 0 || m > v ? v : m - 1; }); break;
+      case op::ds_min_i32: case op::ds_min_rtn_i32: rmw([](u32 m, u32 v) { return std::int32_t(v) < std::int32_t(m) ? v : m; }); break;
+      case op::ds_max_i32: case op::ds_max_rtn_i32: rmw([](u32 m, u32 v) { return std::int32_t(v) >= std::int32_t(m) ? v : m; }); break;
+      case op::ds_min_u32: case op::ds_min_rtn_u32: rmw([](u32 m, u32 v) { return std::min(m, v); }); break;
+      case op::ds_max_u32: case op::ds_max_rtn_u32: rmw([](u32 m, u32 v) { return std::max(m, v); }); break;
+      case op::ds_and_b32: case op::ds_and_rtn_b32: rmw([](u32 m, u32 v) { return m & v; }); break;
+      case op::ds_or_b32: case op::ds_or_rtn_b32: rmw([](u32 m, u32 v) { return m | v; }); break;
+      case op::ds_xor_b32: case op::ds_xor_rtn_b32: rmw([](u32 m, u32 v) { return m ^ v; }); break;
+      case op::ds_storexchg_rtn_b32: rmw([](u32, u32 v) { return v; }); break;
+      // data0 is the value stored when memory equals data1 (gfx9's ds_cmpst: decoded swapped).
+      case op::ds_cmpstore_b32: case op::ds_cmpstore_rtn_b32: {
+        const u32 cmp = data(D1, 0);
+        rmw([cmp](u32 m, u32 v) { return m == cmp ? v : m; });
+        break;
+      }
+      // LDS float atomics honour the denormal mode and round to nearest even (LLVM
+      // SIISelLowering::shouldExpandAtomicRMWInIR: "DS FP atomics do respect the denormal mode,
+      // but the rounding mode is fixed to round-to-nearest-even"); denormals are kept here.
+      case op::ds_add_f32: case op::ds_add_rtn_f32:
+        rmw([](u32 m, u32 v) { return std::bit_cast<u32>(std::bit_cast<float>(m) + std::bit_cast<float>(v)); });
+        break;
+      case op::ds_add_u64: case op::ds_add_rtn_u64: rmw64([](u64 m, u64 v, u64) { return m + v; }); break;
+      case op::ds_sub_u64: case op::ds_sub_rtn_u64: rmw64([](u64 m, u64 v, u64) { return m - v; }); break;
+      case op::ds_rsub_u64: case op::ds_rsub_rtn_u64: rmw64([](u64 m, u64 v, u64) { return v - m; }); break;
+      case op::ds_inc_u64: case op::ds_inc_rtn_u64: rmw64([](u64 m, u64 v, u64) { return m >= v ? 0u : m + 1; }); break;
+      case op::ds_dec_u64: case op::ds_dec_rtn_u64: rmw64([](u64 m, u64 v, u64) { return m == 0 || m > v ? v : m - 1; }); break;
+      case op::ds_min_i64: case op::ds_min_rtn_i64: rmw64([](u64 m, u64 v, u64) { return i64(v) < i64(m) ? v : m; }); break;
+      case op::ds_max_i64: case op::ds_max_rtn_i64: rmw64([](u64 m, u64 v, u64) { return i64(v) > i64(m) ? v : m; }); break;
+      case op::ds_min_u64: case op::ds_min_rtn_u64: rmw64([](u64 m, u64 v, u64) { return std::min(m, v); }); break;
+      case op::ds_max_u64: case op::ds_max_rtn_u64: rmw64([](u64 m, u64 v, u64) { return std::max(m, v); }); break;
+      case op::ds_and_b64: case op::ds_and_rtn_b64: rmw64([](u64 m, u64 v, u64) { return m & v; }); break;
+      case op::ds_or_b64: case op::ds_or_rtn_b64: rmw64([](u64 m, u64 v, u64) { return m | v; }); break;
+      case op::ds_xor_b64: case op::ds_xor_rtn_b64: rmw64([](u64 m, u64 v, u64) { return m ^ v; }); break;
+      case op::ds_storexchg_rtn_b64: rmw64([](u64, u64 v, u64) { return v; }); break;
+      case op::ds_cmpstore_b64: case op::ds_cmpstore_rtn_b64: rmw64([](u64 m, u64 v, u64 cmp) { return m == cmp ? v : m; }); break;
       case op::ds_store_b8: store_n(a + off, D0, 1); break;
       case op::ds_store_b16: store_n(a + off, D0, 2); break;
       case op::ds_store_b32: store_n(a + off, D0, 4); break;

@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 namespace aqueduct::emu::isa {
 
@@ -59,6 +60,17 @@ inline constexpr std::pair<std::string_view, std::string_view> aliases[] = {
     {"ds_read_b96", "ds_load_b96"}, {"ds_read_b128", "ds_load_b128"}, {"ds_read2_b32", "ds_load_2addr_b32"},
     {"ds_read2_b64", "ds_load_2addr_b64"}, {"ds_read2st64_b32", "ds_load_2addr_stride64_b32"},
     {"ds_read2st64_b64", "ds_load_2addr_stride64_b64"},
+    {"ds_wrxchg_rtn_b32", "ds_storexchg_rtn_b32"}, {"ds_wrxchg_rtn_b64", "ds_storexchg_rtn_b64"},
+    // gfx9's compare-store takes the compare value first (data0) and the new value second; the
+    // decoder swaps them into gfx11's order (clang-19's atomicCAS: gfx942 `ds_cmpst_rtn_b32 v8,
+    // v0, v5, v4` with v5 the expected value, gfx1100 `ds_cmpstore_rtn_b32 v10, v0, v5, v6`
+    // with v6 the expected value).
+    {"ds_cmpst_b32", "ds_cmpstore_b32"}, {"ds_cmpst_rtn_b32", "ds_cmpstore_rtn_b32"},
+    {"ds_cmpst_b64", "ds_cmpstore_b64"}, {"ds_cmpst_rtn_b64", "ds_cmpstore_rtn_b64"},
+    // SMEM through a V#
+    {"s_buffer_load_dword", "s_buffer_load_b32"}, {"s_buffer_load_dwordx2", "s_buffer_load_b64"},
+    {"s_buffer_load_dwordx4", "s_buffer_load_b128"}, {"s_buffer_load_dwordx8", "s_buffer_load_b256"},
+    {"s_buffer_load_dwordx16", "s_buffer_load_b512"},
 };
 
 // FLAT/GLOBAL/SCRATCH/MUBUF data names (after the segment prefix) → the global_* operation.
@@ -142,7 +154,6 @@ inline mapped map_name(std::string_view n) {
                                std::string_view("buffer_")})
     if (n.starts_with(pre)) {
       const std::string_view rest = n.substr(pre.size());
-      if (pre == "buffer_" && rest.starts_with("atomic")) return {};  // MUBUF: loads and stores only
       for (const auto& [from, to] : vmem)
         if (rest == from) return {op_named(to), 0};
       return {};
@@ -232,6 +243,11 @@ constexpr std::uint16_t canon(std::uint16_t s) noexcept { return s == 124 ? op_m
     d.aux = m.aux & 0xF;
     d.cmpx = (m.aux & 0x10) != 0;
     if (d.o == op::v_readlane_b32 || d.o == op::v_readfirstlane_b32) d.dst = canon(g.dst);  // an SGPR destination
+    if (d.o == op::ds_cmpstore_b32 || d.o == op::ds_cmpstore_rtn_b32 || d.o == op::ds_cmpstore_b64 || d.o == op::ds_cmpstore_rtn_b64)
+      std::swap(d.data0, d.data1);  // gfx9 ds_cmpst*: compare value first
+    // s_buffer_load_*: the V# is an aligned SGPR quad (the SBASE field's low bit is ignored, as
+    // LLVM reads it; the same rule as gfx11, emu/isa/gfx11.hpp).
+    if (d.e == enc::smem && d.o >= op::s_buffer_load_b32 && d.o <= op::s_buffer_load_u16) d.src[0] &= ~3u;
   } else {
     d.name = gfx9::enc_name(g.e);
     d.e = enc::invalid;

@@ -332,7 +332,30 @@ enum class kind : std::uint8_t {
   X(s_buffer_load_i8, b32, b128, none, none) X(s_buffer_load_u8, b32, b128, none, none) \
   X(s_buffer_load_i16, b32, b128, none, none) X(s_buffer_load_u16, b32, b128, none, none) \
   /* gfx11 MUBUF cache invalidations (no caches are modelled) */ \
-  X(buffer_gl0_inv, none, none, none, none) X(buffer_gl1_inv, none, none, none, none)
+  X(buffer_gl0_inv, none, none, none, none) X(buffer_gl1_inv, none, none, none, none) \
+  /* DS atomics beyond the first nine (gfx11 names; gfx9's ds_wrxchg* / ds_cmpst* map here, */ \
+  /* cmpst with its two data operands swapped): dst (returning forms), addr, data0, data1 */ \
+  X(ds_rsub_u32, none, b32, b32, none) X(ds_inc_u32, none, b32, b32, none) X(ds_dec_u32, none, b32, b32, none) \
+  X(ds_cmpstore_b32, none, b32, b32, b32) X(ds_add_f32, none, b32, b32, none) \
+  X(ds_sub_rtn_u32, b32, b32, b32, none) X(ds_rsub_rtn_u32, b32, b32, b32, none) \
+  X(ds_inc_rtn_u32, b32, b32, b32, none) X(ds_dec_rtn_u32, b32, b32, b32, none) \
+  X(ds_min_rtn_i32, b32, b32, b32, none) X(ds_max_rtn_i32, b32, b32, b32, none) \
+  X(ds_min_rtn_u32, b32, b32, b32, none) X(ds_max_rtn_u32, b32, b32, b32, none) \
+  X(ds_and_rtn_b32, b32, b32, b32, none) X(ds_or_rtn_b32, b32, b32, b32, none) X(ds_xor_rtn_b32, b32, b32, b32, none) \
+  X(ds_storexchg_rtn_b32, b32, b32, b32, none) X(ds_cmpstore_rtn_b32, b32, b32, b32, b32) \
+  X(ds_add_rtn_f32, b32, b32, b32, none) \
+  X(ds_add_u64, none, b32, b64, none) X(ds_sub_u64, none, b32, b64, none) X(ds_rsub_u64, none, b32, b64, none) \
+  X(ds_inc_u64, none, b32, b64, none) X(ds_dec_u64, none, b32, b64, none) \
+  X(ds_min_i64, none, b32, b64, none) X(ds_max_i64, none, b32, b64, none) \
+  X(ds_min_u64, none, b32, b64, none) X(ds_max_u64, none, b32, b64, none) \
+  X(ds_and_b64, none, b32, b64, none) X(ds_or_b64, none, b32, b64, none) X(ds_xor_b64, none, b32, b64, none) \
+  X(ds_cmpstore_b64, none, b32, b64, b64) \
+  X(ds_add_rtn_u64, b64, b32, b64, none) X(ds_sub_rtn_u64, b64, b32, b64, none) X(ds_rsub_rtn_u64, b64, b32, b64, none) \
+  X(ds_inc_rtn_u64, b64, b32, b64, none) X(ds_dec_rtn_u64, b64, b32, b64, none) \
+  X(ds_min_rtn_i64, b64, b32, b64, none) X(ds_max_rtn_i64, b64, b32, b64, none) \
+  X(ds_min_rtn_u64, b64, b32, b64, none) X(ds_max_rtn_u64, b64, b32, b64, none) \
+  X(ds_and_rtn_b64, b64, b32, b64, none) X(ds_or_rtn_b64, b64, b32, b64, none) X(ds_xor_rtn_b64, b64, b32, b64, none) \
+  X(ds_storexchg_rtn_b64, b64, b32, b64, none) X(ds_cmpstore_rtn_b64, b64, b32, b64, b64)
 // clang-format on
 
 enum class op : std::uint16_t {

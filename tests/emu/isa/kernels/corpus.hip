@@ -223,6 +223,59 @@ K void bufrsrc(const unsigned* in, unsigned* out, unsigned n, unsigned limit) {
   const unsigned char b = __builtin_amdgcn_raw_buffer_load_b8(r, (int)(i * 4 + 1), 0, 0);
   if (i < n) __builtin_amdgcn_raw_buffer_store_b32(v * 3u + q.x + q.y * 5u + q.z * 7u + q.w * 11u + b, w, (int)(i * 4), 0, 0);
 }
+#define RLX __ATOMIC_RELAXED
+#define WG __HIP_MEMORY_SCOPE_WORKGROUP
+// LDS atomics as HIP code writes them on __shared__ data (atomicAdd/Sub/Min/Max/And/Or/Xor/Inc/
+// Exch, float and 64-bit atomics, a float max by a CAS loop), results used and not. Every output
+// is independent of the order in which lanes and waves reach the atomics (tickets are checked as
+// permutations, the exchanged values as a multiset).
+K void ldsatomic(const unsigned* in, unsigned* out, unsigned long long* out64, float* outf, unsigned n) {
+  __attribute__((shared)) unsigned u[8];
+  __attribute__((shared)) int s[2];
+  __attribute__((shared)) unsigned long long q[5];
+  __attribute__((shared)) float fl[2];
+  const unsigned t = __builtin_amdgcn_workitem_id_x(), i = gid();
+  if (t == 0) {
+    u[0] = 0, u[1] = 1000, u[2] = ~0u, u[3] = 0, u[4] = 0, u[5] = 0x5A5A5A5Au, u[6] = 7, u[7] = 0;
+    s[0] = 0x7FFFFFFF, s[1] = (int)0x80000000;
+    q[0] = 0, q[1] = 1ull << 40, q[2] = ~0ull, q[3] = 0, q[4] = 0;
+    fl[0] = 0.0f, fl[1] = -1e30f;
+  }
+  __builtin_amdgcn_s_barrier();
+  if (i < n) {
+    const unsigned x = in[i];
+    const unsigned tk = __hip_atomic_fetch_add(&u[0], 1u, RLX, WG);          // a ticket 0..k-1
+    const unsigned dn = __hip_atomic_fetch_sub(&u[1], 1u, RLX, WG);          // 1000..1000-k+1
+    __hip_atomic_fetch_and(&u[2], x | 0x00FF00FFu, RLX, WG);
+    __hip_atomic_fetch_or(&u[3], x & 0x0F0F0F0Fu, RLX, WG);
+    __hip_atomic_fetch_xor(&u[4], x, RLX, WG);
+    const unsigned ex = __hip_atomic_exchange(&u[5], x, RLX, WG);
+    const unsigned inc = __builtin_amdgcn_atomic_inc32(&u[6], 0xFFFFFFFFu, RLX, "workgroup");  // 7..7+k-1
+    __hip_atomic_fetch_max(&u[7], x, RLX, WG);
+    __hip_atomic_fetch_min(&s[0], (int)x, RLX, WG);
+    const int mx = __hip_atomic_fetch_max(&s[1], (int)x, RLX, WG);
+    const unsigned long long big = __hip_atomic_fetch_add(&q[0], (unsigned long long)x << 20, RLX, WG);
+    const unsigned long long tk64 = __hip_atomic_fetch_sub(&q[1], 1ull << 33, RLX, WG);
+    __hip_atomic_fetch_min(&q[2], (unsigned long long)x << 31 | t, RLX, WG);
+    __hip_atomic_fetch_max(&q[3], (unsigned long long)x << 31 | t, RLX, WG);
+    __hip_atomic_fetch_or(&q[4], 1ull << (x & 63), RLX, WG);
+    __hip_atomic_fetch_add(&fl[0], (float)(x & 0xFFu), RLX, WG);
+    const float fv = (float)(int)(x % 2001u) - 1000.0f;
+    float cur = __hip_atomic_load(&fl[1], RLX, WG);
+    while (cur < fv && !__hip_atomic_compare_exchange_strong(&fl[1], &cur, fv, RLX, RLX, WG)) {}
+    out[i] = tk | (1000u - dn) << 8 | (inc - 7u) << 16;
+    out64[i] = tk64 >> 33 ^ (unsigned long long)ex << 32;
+    outf[i] = (float)(mx == (int)0x80000000 ? 1 : 0) + (float)(big >> 63);
+  }
+  __builtin_amdgcn_s_barrier();
+  if (t == 0) {
+    const unsigned g = __builtin_amdgcn_workgroup_id_x();
+    out[n + 8 * g] = u[2], out[n + 8 * g + 1] = u[3], out[n + 8 * g + 2] = u[4], out[n + 8 * g + 3] = u[5];
+    out[n + 8 * g + 4] = u[7], out[n + 8 * g + 5] = (unsigned)s[0], out[n + 8 * g + 6] = (unsigned)s[1], out[n + 8 * g + 7] = u[6];
+    out64[n + 4 * g] = q[0], out64[n + 4 * g + 1] = q[2], out64[n + 4 * g + 2] = q[3], out64[n + 4 * g + 3] = q[4];
+    outf[n + 2 * g] = fl[0], outf[n + 2 * g + 1] = fl[1];
+  }
+}
 // DPP as rocPRIM-style scans write it (__builtin_amdgcn_update_dpp / mov_dpp): an inclusive
 // prefix sum within each 16-lane row by row_shr:1/2/4/8 (clang-19 folds each into
 // v_add_u32_dpp / v_add_nc_u32_dpp ... bound_ctrl:1), then row_mirror. Every target (DPP16 on
