@@ -14,7 +14,9 @@
 //     conversions, compares, s_cvt_pk_rtz_f16_f32 against a searched round-toward-zero) and f16
 //     (the same over f16 edge pairs, sources' upper bits ignored, the result's upper bits zero);
 //   - approximate operations: v_rcp_f32, v_rsq_f32, v_sqrt_f32 (and f64) are ≤ 1 ULP on hardware;
-//     the interpreter returns the correctly rounded value and this test holds it to that (0 ULP).
+//     the interpreter returns the correctly rounded value and this test holds it to that (0 ULP);
+//     v_exp_f32/v_log_f32 within 1 ULP, v_sin_f32/v_cos_f32 within 2^-23 absolute of long double
+//     references (their own case, run_transcendentals).
 // Inputs come from memory (global_load_b128 per lane: a, b, c, d), so every case also runs a
 // load through the VM; results are read from the waves' registers after s_endpgm.
 #include <aqueduct/emu/isa.hpp>
@@ -611,11 +613,92 @@ void run_permutes(const char* mcpu, const isa::target& t, bool halves) {
   CHECK(bad == 0);
 }
 
+
+// ---- transcendental approximations: v_exp_f32, v_log_f32, v_sin_f32, v_cos_f32 on one wave64.
+// Expected values come from the host's long double libm (exp2l, log2l, sinl/cosl of 2π·x with a
+// long double 2π), rounded once to float. Documented bounds (docs/isa.md, "What is not
+// modelled"): exp2 and log2 within 1 ULP for normal inputs and results; sin/cos of 2π·x within
+// 2^-23 absolute for |x| <= 256 (the inputs the ISA guides allow); the special values IEEE/C99
+// define (exp2(±0) = 1, exp2(-inf) = +0, exp2(+inf) = +inf, log2(1) = +0, log2(±0) = -inf,
+// log2(<0) = NaN, log2(+inf) = +inf, sin(±0) = ±0, cos(0) = 1, sin/cos(±inf) = NaN, NaN → NaN)
+// bit-exact.
+void run_transcendentals(const char* mcpu, const isa::target& t, bool gfx12) {
+  const std::string text = std::string("global_load_b128 v[4:7], v0, s[0:1]\n") + (gfx12 ? "s_wait_loadcnt 0\n" : "s_waitcnt vmcnt(0)\n") +
+                           "v_exp_f32 v8, v4\nv_log_f32 v9, v5\nv_sin_f32 v10, v6\nv_cos_f32 v11, v6\ns_endpgm\n";
+  const auto progs = assemble(mcpu, text);
+  REQUIRE(progs.size() == 1);
+  machine m{t};
+  const long double two_pi = 6.283185307179586476925286766559005768L;
+  auto ulps = [](float a, float b) -> std::int64_t {  // distance in representable floats (finite, same sign or zero)
+    auto key = [](float x) { const std::int64_t u = fb(x) & 0x7FFFFFFF; return (fb(x) >> 31) ? -u : u; };
+    const std::int64_t d = key(a) - key(b);
+    return d < 0 ? -d : d;
+  };
+  // Inputs: specials first, then sweeps (exp2: [-126, 128); log2: normals over every binade;
+  // sin/cos: [-256, 256]), 64 lanes per run.
+  std::vector<float> ex = {0.0f, -0.0f, 1.0f, -1.0f, 10.0f, -126.0f, 127.5f, INFINITY, -INFINITY, fnan};
+  std::vector<float> lg = {1.0f, 2.0f, 0.0f, -0.0f, -1.0f, INFINITY, -INFINITY, fnan, 0x1p-126f, std::numeric_limits<float>::max()};
+  std::vector<float> sn = {0.0f, -0.0f, 0.25f, 0.5f, -0.75f, 1.0f, 256.0f, -256.0f, INFINITY, -INFINITY, fnan};
+  const unsigned n = 64 * 40;
+  for (unsigned k = 0; ex.size() < n; ++k) ex.push_back(-126.0f + 254.0f * float(k) / float(n) + float(k % 7) * 0x1p-13f);
+  for (unsigned k = 0; lg.size() < n; ++k) lg.push_back(std::ldexp(1.0f + float((k * 2654435761u) >> 9) * 0x1p-23f, int(k % 254) - 126));
+  for (unsigned k = 0; sn.size() < n; ++k) sn.push_back(-256.0f + 512.0f * float(k) / float(n) + float(k % 11) * 0x1p-17f);
+  int bad = 0;
+  std::int64_t worst_exp = 0, worst_log = 0;
+  double worst_trig = 0;
+  for (unsigned r = 0; r < n / 64; ++r) {
+    std::vector<lane_in> in(64);
+    for (unsigned l = 0; l < 64; ++l) in[l] = {fb(ex[r * 64 + l]), fb(lg[r * 64 + l]), fb(sn[r * 64 + l]), 0};
+    m.run(progs[0], in.data());
+    for (unsigned l = 0; l < 64; ++l) {
+      const float x = ex[r * 64 + l], y = lg[r * 64 + l], z = sn[r * 64 + l];
+      const float e = bf(m.out[l].v[0]), g = bf(m.out[l].v[1]), s = bf(m.out[l].v[2]), c = bf(m.out[l].v[3]);
+      const float we = static_cast<float>(exp2l(x)), wg = static_cast<float>(log2l(y));
+      const long double ws = sinl(two_pi * z), wc = cosl(two_pi * z);
+      auto fail = [&](const char* what, float in_v, float got, double want) {
+        if (bad++ < 12)
+          MESSAGE((std::string(what) + "(" + std::to_string(in_v) + "): got " + std::to_string(got) + " (bits " + std::to_string(fb(got)) +
+                   "), want " + std::to_string(want)));
+      };
+      // exp2: exact specials, else <= 1 ULP
+      if (std::isnan(x) || std::isinf(x) || x == 0.0f || x == 1.0f || x == -1.0f || x == 10.0f) {
+        if (!same_f32(fb(e), std::exp2(x))) fail("v_exp_f32", x, e, std::exp2(x));
+      } else {
+        worst_exp = std::max(worst_exp, ulps(e, we));
+        if (ulps(e, we) > 1) fail("v_exp_f32", x, e, we);
+      }
+      if (std::isnan(y) || std::isinf(y) || y <= 0.0f || y == 1.0f || y == 2.0f) {
+        if (!same_f32(fb(g), std::log2(y))) fail("v_log_f32", y, g, std::log2(y));
+      } else {
+        worst_log = std::max(worst_log, ulps(g, wg));
+        if (ulps(g, wg) > 1) fail("v_log_f32", y, g, wg);
+      }
+      if (std::isnan(z) || std::isinf(z)) {
+        if (!std::isnan(s) || !std::isnan(c)) fail("v_sin_f32/v_cos_f32", z, s, NAN);
+      } else if (z == 0.0f) {
+        if (fb(s) != fb(z) || c != 1.0f) fail("v_sin_f32/v_cos_f32 of ±0", z, s, z);
+      } else {
+        const double ds = std::fabs(double(s) - double(ws)), dc = std::fabs(double(c) - double(wc));
+        worst_trig = std::max({worst_trig, ds, dc});
+        if (ds > 0x1p-23 || dc > 0x1p-23) fail("v_sin_f32/v_cos_f32", z, ds > dc ? s : c, double(ds > dc ? ws : wc));
+      }
+    }
+  }
+  MESSAGE((std::string(mcpu) + ": worst exp2 " + std::to_string(worst_exp) + " ULP, log2 " + std::to_string(worst_log) +
+           " ULP, sin/cos absolute " + std::to_string(worst_trig)));
+  CHECK(bad == 0);
+}
+
 }  // namespace
 
 TEST_CASE("ds_bpermute_b32 and ds_permute_b32: gfx1100 wave64 within each half, gfx1201 across the wave") {
   run_permutes("gfx1100", isa::gfx11_target, true);
   run_permutes("gfx1201", isa::gfx12_target, false);
+}
+
+TEST_CASE("v_exp_f32, v_log_f32 within 1 ULP and v_sin_f32, v_cos_f32 within 2^-23 of long double references; their special values exact") {
+  run_transcendentals("gfx1100", isa::gfx11_target, false);
+  run_transcendentals("gfx1201", isa::gfx12_target, true);
 }
 
 TEST_CASE("gfx1100 instruction semantics on edge values equal host C++") { run_target("gfx1100", isa::gfx11_target, false); }
