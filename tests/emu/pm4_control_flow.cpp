@@ -176,7 +176,7 @@ TEST_CASE("WAIT_REG_MEM64 holds the queue until the 64-bit value compares true")
   s.add(enc::wait_reg_mem64_dwords, [&](auto o) { return enc::wait_reg_mem64(o, aq::gpu_va(va(word.get())), 0x1'0000'0000ull); })
       .write(&out[0], 7);
   r.push(s.dw);
-  std::this_thread::sleep_for(30ms);
+  REQUIRE(aq_test::eventually([&] { return r.proc->unsatisfied_polls() > 1; }));  // polled twice, still held
   CHECK(load_acquire(&out[0]) == 0);
   std::atomic_ref<std::uint64_t>(word[0]).store(0x1'0000'0000ull, std::memory_order_release);
   r.proc->notify();
@@ -193,7 +193,7 @@ TEST_CASE("a preemptible WAIT_REG_MEM (OPERATION 3) lets the queue be preempted;
     s.add(enc::wait_reg_mem_dwords, [&](auto o) { return enc::wait_reg_mem(o, aq::gpu_va(va(gate.get())), 1, ~0u, cf::equal, 4, true); })
         .write(&out[0], 1);
     r.push(s.dw);
-    std::this_thread::sleep_for(10ms);
+    REQUIRE(aq_test::eventually([&] { return r.proc->unsatisfied_polls() > 0; }));  // parked in the wait
     r.proc->request_preemption();
     CHECK(r.proc->wait_preempted(2000ms));
     r.proc->resume();
@@ -207,7 +207,9 @@ TEST_CASE("a preemptible WAIT_REG_MEM (OPERATION 3) lets the queue be preempted;
     s.add(enc::wait_reg_mem_dwords, [&](auto o) { return enc::wait_reg_mem(o, aq::gpu_va(va(gate.get())), 1, ~0u, cf::equal); })
         .write(&out[0], 1);
     r.push(s.dw);
-    std::this_thread::sleep_for(10ms);
+    // Once parked in the wait (a fixed sleep let a loaded machine request the preemption before
+    // the MEC reached the packet, which it then rightly served at once).
+    REQUIRE(aq_test::eventually([&] { return r.proc->unsatisfied_polls() > 0; }));
     r.proc->request_preemption();
     CHECK_FALSE(r.proc->wait_preempted(200ms));  // the MEC cannot take the queue off mid-wait
     std::atomic_ref<std::uint32_t>(gate[0]).store(1, std::memory_order_release);

@@ -139,6 +139,9 @@ class pm4_processor : public queue_wakeup {
     return std::atomic_ref<std::uint64_t>(*wptr_).load(std::memory_order_acquire);
   }
   [[nodiscard]] std::uint64_t dispatches() const noexcept { return dispatches_.load(std::memory_order_acquire); }
+  // How many times a WAIT_REG_MEM(64) polled memory and found its condition false: non-zero once
+  // the queue is parked in a wait (what a test waits for instead of sleeping).
+  [[nodiscard]] std::uint64_t unsatisfied_polls() const noexcept { return unsatisfied_polls_.load(std::memory_order_acquire); }
   [[nodiscard]] const pm4_queue_binding& binding() const noexcept { return b_; }
   // SH register (absolute dword address 0x2C00..0x2FFF) as the last dispatch (or fault) saw it; for tests.
   [[nodiscard]] std::uint32_t sh_register(std::uint32_t abs) const {
@@ -420,6 +423,7 @@ class pm4_processor : public queue_wakeup {
   step waited(bool holds, bool preemptible) {
     if (holds) return step::done;
     nonpreemptible_wait_ = !preemptible;
+    unsatisfied_polls_.fetch_add(1, std::memory_order_release);
     return step::retry;
   }
 
@@ -584,6 +588,7 @@ class pm4_processor : public queue_wakeup {
 
   std::atomic<std::uint64_t> rptr_pub_{0};
   std::atomic<std::uint64_t> dispatches_{0};
+  std::atomic<std::uint64_t> unsatisfied_polls_{0};
 
   // Guarded by queue_wakeup::mu_.
   mutable std::condition_variable state_cv_;
