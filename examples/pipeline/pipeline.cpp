@@ -8,7 +8,8 @@
 // graph: 7 nodes on 6 queues of 2 GPUs, with edges across queues, engines and GPUs carried on the
 // device. It is replayed --replays times (10,000 by default) with new arguments each time (p, q, r,
 // s, t), every result verified against the host's arithmetic. Writes pipeline.dot (Graphviz) and
-// pipeline.trace.json (Chrome trace / Perfetto: the last replay's host launch and device nodes).
+// pipeline.trace.json (Chrome trace / Perfetto: the eager run's submits and operations, then the
+// last replay's host launch and device nodes).
 // Usage: pipeline [--replays N] [--n N] [--dir PATH]
 #include <aqueduct/graph.hpp>
 #include <aqueduct/runtime.hpp>
@@ -127,8 +128,9 @@ int main(int argc, char** argv) {
 
   // 1. Eagerly.
   cur = {3, 1, 5, 2, 7};
+  g::trace tr;
   auto t0 = std::chrono::steady_clock::now();
-  g::sync_wait(program(cur));
+  g::sync_wait(program(cur), {.trace = &tr});
   const double eager_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (const auto bad = wrong(cur)) {
     std::printf("eager run: %u wrong elements\n", bad);
@@ -158,7 +160,6 @@ int main(int argc, char** argv) {
     }
   }
   const double replay_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  g::trace tr;
   g::try_trace_replay(exec, last, tr).value();
   tr.try_write(dir + "/pipeline.trace.json").value();
   std::printf("%u replays: %u failed verification; %.3f ms per replay (launch, wait, verify %u elements)\n", replays, failures,

@@ -252,3 +252,84 @@ TEST_CASE("eager: dispatches awaited in steady state allocate nothing") {
   CHECK(allocations == 0);
   CHECK(out[0] == 499);
 }
+
+TEST_CASE("eager, traced: each operation's submit is a host span and its execution a span on its queue, joined by a flow") {
+  rig r;
+  constexpr std::uint32_t n = 256;
+  auto x = r.host_buffer(n), y = r.host_buffer(n), z = r.host_buffer(n), w = r.host_buffer(n), v = r.host_buffer(n);
+  for (std::uint32_t i = 0; i < n; ++i) x[i] = i;
+  auto branch = [&](rt::pm4_queue& q) -> g::task<void> {
+    co_await g::on(q).dispatch(r.add_k, rt::grid{n}, rt::block{64}, v, x, 1u, n);
+  };
+  auto prog = [&]() -> g::task<std::uint32_t> {
+    co_await g::on(r.aql).dispatch(r.axpb_k, rt::grid{n}, rt::block{64}, y, x, 3u, 5u, n);
+    co_await g::on(r.sdma).copy(z, y);
+    co_await g::on(r.pm4).dispatch(r.add_k, rt::grid{n}, rt::block{64}, w, z, 11u, n);
+    co_await g::when_all(branch(r.pm4));  // a branch's context carries the trace too
+    co_return co_await g::host([&] { return w[n - 1]; });
+  };
+  g::trace tr;
+  CHECK(g::sync_wait(prog(), {.trace = &tr}) == 3 * (n - 1) + 5 + 11);
+  CHECK(v[n - 1] == n);
+
+  // Expected: 4 queue operations (AQL dispatch, SDMA copy, PM4 dispatch, the branch's PM4
+  // dispatch), each a "submit: ..." host span and an execution span; 1 host function span.
+  std::vector<g::trace::span> submits, runs, host_fns;
+  for (const auto& s : tr.spans()) {
+    if (s.category != "host") runs.push_back(s);
+    else if (s.name.starts_with("submit: ")) submits.push_back(s);
+    else host_fns.push_back(s);
+  }
+  REQUIRE(submits.size() == 4);
+  REQUIRE(runs.size() == 4);
+  REQUIRE(host_fns.size() == 1);
+  CHECK(contains(host_fns[0].name, "host function at eager.cpp:"));
+  CHECK(contains(runs[0].name, "dispatch of kernel 'axpb' at eager.cpp:"));
+  CHECK(contains(runs[1].name, "SDMA copy"));
+  CHECK(contains(runs[2].name, "dispatch of kernel 'add'"));
+  CHECK(contains(runs[3].name, "dispatch of kernel 'add'"));
+  // The AQL kernel's span comes from its completion signal (the emulated processor stamps it with
+  // the host's steady clock); PM4 and SDMA operations carry no stamps: the host's view.
+  CHECK(runs[0].args == "\"clock\":\"device\"");
+  CHECK(runs[1].args == "\"clock\":\"host\"");
+  CHECK(runs[2].args == "\"clock\":\"host\"");
+  CHECK(runs[0].category == "kernel");  // as a replay's spans: the node kind
+  CHECK(runs[1].category == "copy");
+  CHECK(runs[0].pid == r.gpu.gpu_id());
+  CHECK(runs[0].tid == r.aql.queue_id() + 1);
+  CHECK(runs[1].tid == r.sdma.queue_id() + 1);
+  CHECK(runs[2].tid == r.pm4.queue_id() + 1);
+  CHECK(runs[3].tid == r.pm4.queue_id() + 1);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    INFO(runs[i].name);
+    CHECK(runs[i].flow == submits[i].flow);          // joined to its own submit
+    CHECK(runs[i].start_ns >= submits[i].start_ns);  // ran after it was submitted
+    CHECK(runs[i].end_ns >= runs[i].start_ns);
+    if (i) CHECK(runs[i].start_ns >= runs[i - 1].end_ns);  // each awaited before the next was submitted
+  }
+  CHECK(host_fns[0].start_ns >= runs[3].end_ns);
+  const std::string json = tr.to_json();
+  CHECK(contains(json, "\"ph\":\"s\""));
+  CHECK(contains(json, "\"ph\":\"f\""));
+  CHECK(contains(json, "AQL queue"));
+
+  SUBCASE("a faulting operation's span says so") {
+    g::trace bad;
+    auto faulting = [&]() -> g::task<void> {
+      co_await g::on(r.aql).dispatch(r.store_k, rt::grid{1}, rt::block{1}, rt::device_ptr<std::uint32_t>::at(aq::gpu_va(0x10)), 0u, 1u);
+    };
+    CHECK_THROWS_AS(g::sync_wait(faulting(), {.trace = &bad}), aq::error);
+    REQUIRE(bad.spans().size() == 2);
+    CHECK(contains(bad.spans()[1].name, "dispatch of kernel 'store'"));
+    CHECK(bad.spans()[1].args == "\"clock\":\"host\",\"failed\":true");
+  }
+}
+
+TEST_CASE("trace::try_write names the path and the OS error when it cannot write") {
+  g::trace tr;
+  const auto w = tr.try_write("/nonexistent-dir/t.json");
+  REQUIRE_FALSE(w.has_value());
+  CHECK(w.error() == aq::errc::io_error);
+  CHECK(contains(std::string(w.detail()), "/nonexistent-dir/t.json"));
+  CHECK(contains(std::string(w.detail()), "No such file or directory"));
+}

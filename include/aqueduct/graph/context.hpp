@@ -8,7 +8,8 @@
 // promise (graph/task.hpp): every co_await inside a task passes through the promise's
 // await_transform, which hands the context to the operation together with the co_await's
 // source_location. So the same source runs eagerly or is recorded depending only on the context
-// it was started in.
+// it was started in. A traced eager run (sync_wait_options::trace) also carries the trace its
+// operations add their spans to.
 // Thread safety: used by the reactor's thread only.
 #pragma once
 
@@ -25,6 +26,7 @@
 
 namespace aqueduct::graph {
 struct node;  // graph/task_graph.hpp
+class trace;  // graph/trace.hpp
 }
 
 namespace aqueduct::graph::detail {
@@ -47,6 +49,7 @@ struct context {
   reactor* r = nullptr;
   const stop_state* stop = nullptr;
   capture_strand* capture = nullptr;  // non-null: record, do not run
+  trace* tr = nullptr;                 // non-null (eager runs only): operations add their spans (graph/detail/eager_trace.hpp)
 
   [[nodiscard]] bool stop_requested() const noexcept { return stop && stop->stop_requested(); }
   [[nodiscard]] bool capturing() const noexcept { return capture != nullptr; }

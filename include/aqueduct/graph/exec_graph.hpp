@@ -28,6 +28,7 @@
 #include <aqueduct/abi/amd_queue.hpp>
 #include <aqueduct/abi/amd_signal.hpp>
 #include <aqueduct/core/result.hpp>
+#include <aqueduct/graph/detail/eager_trace.hpp>
 #include <aqueduct/graph/detail/exec_state.hpp>
 #include <aqueduct/graph/detail/indirect.hpp>
 #include <aqueduct/graph/detail/lower.hpp>
@@ -319,16 +320,9 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
     s.launch_start.assign(o.replay_slots, 0);
     s.launch_end.assign(o.replay_slots, 0);
     // AQL kernels report start_ts/end_ts in their completion signal only on a queue with
-    // profiling enabled (amd_queue_t.queue_properties, as hsa_amd_profiling_set_profiler_enabled
-    // sets it). It stays on for the queue's lifetime.
+    // profiling enabled. It stays on for the queue's lifetime.
     for (const queue_binding& q : s.p.segments)
-      if (q.type == queue_type::aql) {
-        abi::amd_queue& d = *static_cast<runtime::queue*>(q.queue)->aql().descriptor();
-        sync::atomic_store(d.queue_properties,
-                           abi::amd_queue_properties::enable_profiling::set(
-                               sync::atomic_load(d.queue_properties, std::memory_order_acquire), 1),
-                           std::memory_order_release);
-      }
+      if (q.type == queue_type::aql) detail::enable_profiling(*static_cast<runtime::queue*>(q.queue)->aql().descriptor());
   }
   AQUEDUCT_TRY(s.event, first.sys->try_make_event(*first.node));
   for (std::size_t i = 1; i < s.agents.size(); ++i) {  // the event page must reach every GPU that writes a mailbox

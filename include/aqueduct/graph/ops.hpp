@@ -22,6 +22,7 @@
 #include <aqueduct/abi/amd_signal.hpp>
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/graph/context.hpp>
+#include <aqueduct/graph/detail/eager_trace.hpp>
 #include <aqueduct/graph/device_events.hpp>
 #include <aqueduct/graph/task.hpp>
 #include <aqueduct/graph/task_graph.hpp>
@@ -40,6 +41,7 @@
 #include <functional>
 #include <coroutine>
 #include <cstdint>
+#include <memory>
 #include <source_location>
 #include <span>
 #include <string>
@@ -94,7 +96,8 @@ class ticket_awaiter {
   ticket_awaiter(const runtime::ticket<K>& t, context& c, std::source_location loc, describer d, const void* op) noexcept
       : ctx_(&c), s_(static_cast<const state*>(t.owner())), value_(t.value()), loc_(loc), describe_(d), op_(op) {}
   ticket_awaiter(ticket_awaiter&& o) noexcept
-      : ctx_(o.ctx_), s_(o.s_), value_(o.value_), loc_(o.loc_), describe_(o.describe_), op_(o.op_), id_(o.id_) {
+      : ctx_(o.ctx_), s_(o.s_), value_(o.value_), loc_(o.loc_), describe_(o.describe_), op_(o.op_), id_(o.id_),
+        traced_(std::move(o.traced_)) {
     AQUEDUCT_ASSERT(!o.p_.linked, "a waiting awaiter moved");
   }
   ticket_awaiter& operator=(ticket_awaiter&&) = delete;
@@ -118,12 +121,18 @@ class ticket_awaiter {
   }
   // The recorded node (capture), or an empty id (eager).
   node_id await_resume() const {
-    if (!s_ || probe::done(*s_, value_)) return id_;
+    if (!s_ || probe::done(*s_, value_)) {
+      if (AQUEDUCT_UNLIKELY(traced_ != nullptr)) finish_trace(false);
+      return id_;
+    }
+    if (traced_) finish_trace(true);
     failure f(errc::device_fault, "the queue stopped");
     if (s_->port)
       if (auto d = s_->port->fault()) f = *d;
     throw_failure(located(f, describe_(op_) + " on " + K::name + " queue " + std::to_string(s_->res.queue_id()), loc_));
   }
+  // A traced eager run: the operation's execution span is added when it completes (or fails).
+  void trace_into(std::unique_ptr<traced_op> t) noexcept { traced_ = std::move(t); }
 
  private:
   context* ctx_;
@@ -134,6 +143,16 @@ class ticket_awaiter {
   const void* op_ = nullptr;
   node_id id_{};
   pending p_{};
+  std::unique_ptr<traced_op> traced_;
+
+  void finish_trace(bool failed) const {
+    std::uint64_t b = 0, e = 0;
+    bool device = false;
+    if constexpr (std::same_as<K, runtime::aql_t>)  // a dispatch's stamps (a barrier's stay 0: host clock)
+      device = !failed && signal_stamps(*reinterpret_cast<const abi::amd_signal*>(s_->slots.handle(value_)),
+                                        runtime::detail::aql_slot_signals::complete_value(value_), b, e);
+    traced_finish(*traced_, b, e, device, failed);
+  }
 };
 
 // The queue binding a recorded node keeps.
@@ -160,9 +179,10 @@ class queue_op {
     Derived& self = static_cast<Derived&>(*this);
     if (AQUEDUCT_UNLIKELY(c.stop_requested())) throw_cancelled(self.describe(), loc);
     if (AQUEDUCT_UNLIKELY(c.capturing())) return ticket_awaiter<K>(c, self.record(*c.capture, loc));
+    if (AQUEDUCT_UNLIKELY(c.tr != nullptr)) return lower_traced(c, loc);
     auto t = self.submit();
     if (AQUEDUCT_UNLIKELY(!t)) throw_failure(located(t.get_failure(), self.describe(), loc));
-    return ticket_awaiter<K>(*t, c, loc, [](const void* op) { return static_cast<const Derived*>(op)->describe(); }, this);
+    return ticket_awaiter<K>(*t, c, loc, &describe_op, this);
   }
   // A label for the node this operation records (DOT, traces, errors, exec_graph lookups).
   Derived&& label(std::string l) && {
@@ -172,6 +192,24 @@ class queue_op {
 
  protected:
   std::string label_;
+
+ private:
+  static std::string describe_op(const void* op) { return static_cast<const Derived*>(op)->describe(); }
+  // Eager, traced: the submit timed as a host span; the awaiter adds the execution span.
+  ticket_awaiter<K> lower_traced(context& c, std::source_location loc) {
+    Derived& self = static_cast<Derived&>(*this);
+    auto& q = self.queue();
+    if constexpr (std::same_as<K, runtime::aql_t>) enable_profiling(*q.aql().descriptor());
+    const std::uint64_t t0 = trace_now_ns();
+    auto t = self.submit();
+    const std::uint64_t t1 = trace_now_ns();
+    if (AQUEDUCT_UNLIKELY(!t)) throw_failure(located(t.get_failure(), self.describe(), loc));
+    ticket_awaiter<K> a(*t, c, loc, &describe_op, this);
+    const queue_binding b = binding_of(q);
+    a.trace_into(std::make_unique<traced_op>(
+        traced_submit(*c.tr, self.describe() + " at " + where(loc), self.category(), t0, t1, b.gpu_id, b.queue_id, queue_name(b))));
+    return a;
+  }
 };
 
 template <runtime::queue_kind K, class... P>
@@ -186,6 +224,7 @@ class dispatch_op : public queue_op<dispatch_op<K, P...>, K> {
     return std::apply([&](const auto&... a) { return q_->try_dispatch(*k_, g_, b_, a...); }, args_);
   }
   [[nodiscard]] std::string describe() const { return std::string("dispatch of kernel '") + k_->name() + "'"; }
+  [[nodiscard]] static const char* category() noexcept { return to_string(node_kind::kernel); }  // as a replay's spans
   node_id record(capture_strand& s, const std::source_location& loc) {
     using L = runtime::detail::kernel_layout<P...>;
     node n;
@@ -227,7 +266,9 @@ class submit_op : public queue_op<submit_op<K, Submit>, K> {
   submit_op(typename K::queue_type& q, const char* what, Submit s, node proto)
       : q_(&q), what_(what), submit_(std::move(s)), proto_(std::move(proto)) {}
   result<runtime::ticket<K>> submit() { return submit_(*q_); }
+  [[nodiscard]] typename K::queue_type& queue() const noexcept { return *q_; }
   [[nodiscard]] std::string describe() const { return std::string(std::same_as<K, runtime::sdma_t> ? "SDMA " : "PM4 ") + what_; }
+  [[nodiscard]] const char* category() const noexcept { return to_string(proto_.kind); }
   node_id record(capture_strand& s, const std::source_location& loc) {
     node n = std::move(proto_);
     if (n.kind != node_kind::signal_wait) n.queue = binding_of(*q_);  // a wait is placed on its consumers
@@ -290,6 +331,8 @@ class aql_barrier_op : public queue_op<aql_barrier_op, runtime::aql_t> {
     for (std::size_t i = 0; i < n_; ++i) deps_[i] = deps[i];
   }
   result<runtime::aql_ticket> submit() { return q_->try_barrier_and(std::span<const sync::signal_ref>(deps_.data(), n_)); }
+  [[nodiscard]] runtime::queue& queue() const noexcept { return *q_; }
+  [[nodiscard]] static const char* category() noexcept { return "barrier"; }
   [[nodiscard]] std::string describe() const { return "AQL barrier-AND on " + std::to_string(n_) + " signal(s)"; }
   // Recorded as one signal-wait node per signal: the next nodes wait for each to reach 0.
   node_id record(capture_strand& s, const std::source_location& loc) {
@@ -384,10 +427,20 @@ class host_op {
   explicit host_op(F f) : f_(std::move(f)) {}
   struct awaiter {
     F f;
-    bool run = true;  // false: recorded, not run now
+    bool run = true;      // false: recorded, not run now
+    trace* tr = nullptr;  // a traced eager run: the call is a host span
+    std::source_location loc{};
     [[nodiscard]] bool await_ready() const noexcept { return true; }
     void await_suspend(std::coroutine_handle<>) const noexcept {}
     R await_resume() {
+      struct timed {  // records the span however f() ends
+        trace* tr;
+        const std::source_location& loc;
+        std::uint64_t t0 = tr ? trace_now_ns() : 0;
+        ~timed() {
+          if (tr) (void)tr->host("host function at " + where(loc), t0, trace_now_ns());
+        }
+      } span{tr, loc};
       if constexpr (std::is_void_v<R>) {
         if (run) f();
       } else {
@@ -411,7 +464,7 @@ class host_op {
                                                        "runs at replay time, long after the task ran) or it is not copyable"));
       }
     }
-    return awaiter{std::move(f_), true};
+    return awaiter{std::move(f_), true, c.tr, loc};
   }
 
  private:

@@ -24,11 +24,14 @@ namespace aqueduct::graph {
 struct sync_wait_options {
   std::stop_token stop{};  // a stop requested here cancels the run
   reactor_options reactor{};
+  // Non-null: every queue operation and host function the run awaits adds its spans to it
+  // (Chrome trace JSON, graph/trace.hpp; what the spans measure: docs/graph.md, "Traces").
+  graph::trace* trace = nullptr;
 };
 
-// Runs `t` on the calling thread with the reactor `r`.
+// Runs `t` on the calling thread with the reactor `r` (traced into `tr` if non-null).
 template <class T>
-T sync_wait(reactor& r, task<T> t, const std::stop_token& stop = {}) {
+T sync_wait(reactor& r, task<T> t, const std::stop_token& stop = {}, trace* tr = nullptr) {
   AQUEDUCT_ASSERT(t, "sync_wait of an empty (moved-from) task");
   AQUEDUCT_ASSERT(!t.done(), "sync_wait of a task that already ran");
   detail::stop_state root(nullptr, &r);
@@ -38,7 +41,7 @@ T sync_wait(reactor& r, task<T> t, const std::stop_token& stop = {}) {
   };
   std::optional<std::stop_callback<forward_stop>> on_stop;
   if (stop.stop_possible()) on_stop.emplace(stop, forward_stop{&root});
-  detail::context ctx{&r, &root, nullptr};
+  detail::context ctx{&r, &root, nullptr, tr};
   auto h = t.handle();
   h.promise().set_context(&ctx);
   h.resume();
@@ -49,7 +52,7 @@ T sync_wait(reactor& r, task<T> t, const std::stop_token& stop = {}) {
 template <class T>
 T sync_wait(task<T> t, const sync_wait_options& o = {}) {
   reactor r(o.reactor);
-  return sync_wait(r, std::move(t), o.stop);
+  return sync_wait(r, std::move(t), o.stop, o.trace);
 }
 
 }  // namespace aqueduct::graph

@@ -17,9 +17,10 @@
 #include <aqueduct/core/result.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -133,10 +134,15 @@ class trace {
     return o;
   }
   [[nodiscard]] result<void> try_write(const std::string& path) const {
-    std::ofstream f(path, std::ios::binary);
-    if (!f) return failure(errc::io_error, "cannot write the trace to " + path);
-    f << to_json();
-    if (!f) return failure(errc::io_error, "writing the trace to " + path + " failed");
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) {
+      const int e = errno;
+      return failure(errc::io_error, "cannot write the trace to " + path + ": " + std::strerror(e), e);
+    }
+    const std::string j = to_json();
+    const bool wrote = std::fwrite(j.data(), 1, j.size(), f) == j.size();
+    const int e = errno;
+    if (std::fclose(f) != 0 || !wrote) return failure(errc::io_error, "writing the trace to " + path + " failed: " + std::strerror(e), e);
     return ok();
   }
 

@@ -51,7 +51,7 @@ class when_all_base {
   when_all_base& operator=(const when_all_base&) = delete;
 
   [[nodiscard]] context branch_context(std::size_t i) {
-    context c{parent_->r, &stop_, nullptr};
+    context c{parent_->r, &stop_, nullptr, parent_->tr};
     if (parent_->capture) c.capture = parent_->capture->fork(i);
     return c;
   }
