@@ -20,6 +20,7 @@
 #include <aqueduct/sync/atomics.hpp>
 #include <aqueduct/sync/wait.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
