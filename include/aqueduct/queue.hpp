@@ -6,6 +6,7 @@
 // each header.
 #pragma once
 
+#include <aqueduct/queue/aql_dispatch_template.hpp>
 #include <aqueduct/queue/aql_packets.hpp>
 #include <aqueduct/queue/aql_queue.hpp>
 #include <aqueduct/queue/doorbell.hpp>

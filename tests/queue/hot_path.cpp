@@ -5,6 +5,7 @@
 // Linux the same path also runs under seccomp strict mode, where any system call is fatal.
 // Each check has a control showing the counter (or the sandbox) does catch a violation.
 #include <aqueduct/arch/target.hpp>
+#include <aqueduct/queue/aql_dispatch_template.hpp>
 #include <aqueduct/queue/aql_queue.hpp>
 #include <aqueduct/queue/pm4_queue.hpp>
 #include <aqueduct/queue/sdma_queue.hpp>
@@ -94,7 +95,9 @@ void exercise(memory& m, aqueduct::sync::signal_pool& pool) {
     const q::kernel_dispatch k{.kernel_object = gpu_va(0x1000), .kernarg_address = gpu_va(0x2000), .grid = {64, 1, 1},
                                .workgroup = {64, 1, 1}, .segments = {}};
     const auto prebuilt = q::make_packet(k);
+    const auto launch = q::aql_dispatch_template::of(0x1000, 0, 0, 64, 1, 1, false, q::fences::system());
     std::array<abi::kernel_dispatch_packet, 4> batch;
+    bool in_place_ok = true;
     for (int i = 0; i < 20; ++i) {
       {
         auto r = queue.try_reserve(2).value();  // moved out of the result
@@ -111,14 +114,18 @@ void exercise(memory& m, aqueduct::sync::signal_pool& pool) {
       queue.submit_batch(std::span<const abi::kernel_dispatch_packet>(batch));
       (void)queue.try_submit_batch(std::span<const abi::kernel_dispatch_packet>(batch)).value();
       queue.submit_batch(4, [&](std::uint32_t) { return q::make_packet(k); });  // built in place
+      // Written straight into the slot from precomputed words (the runtime's dispatch path).
+      std::uint64_t at = 0;
+      in_place_ok &= queue.try_submit_in_place([&](std::uint64_t, abi::aql_slot& slot) { return launch.write(slot, 64, 1, 1, 0x2000, 0); }, at);
     }
     auto r = queue.try_reserve(3);  // abandoned: rolled back, still no allocation
     r->write(0, prebuilt);
     r->write(1, prebuilt);
     CHECK(allocations.load() == 0);
+    CHECK(in_place_ok);
   }
-  CHECK(m.rings == 500 + 10 + 20 * 6);  // one doorbell per submission and per batch, nothing else
-  CHECK(m.doorbell == 500 + 80 + 20 * (2 + 1 + 1 + 4 + 4 + 4) - 1);
+  CHECK(m.rings == 500 + 10 + 20 * 7);  // one doorbell per submission and per batch, nothing else
+  CHECK(m.doorbell == 500 + 80 + 20 * (2 + 1 + 1 + 4 + 4 + 4 + 1) - 1);
 }
 
 // PM4 and SDMA rings over ordinary memory, with counting doorbells (no engine: the read pointer
@@ -220,7 +227,7 @@ TEST_CASE("single-producer hot path: no allocation, one doorbell per submission"
   std::vector<abi::amd_signal> sigs(4);
   aqueduct::sync::signal_pool pool(sigs);
   exercise<q::producer::single>(m, pool);
-  CHECK(m.desc.write_dispatch_id == 580 + 320);
+  CHECK(m.desc.write_dispatch_id == 580 + 340);
 }
 
 TEST_CASE("multi-producer hot path: no allocation, one doorbell per submission") {
@@ -228,7 +235,7 @@ TEST_CASE("multi-producer hot path: no allocation, one doorbell per submission")
   std::vector<abi::amd_signal> sigs(4);
   aqueduct::sync::signal_pool pool(sigs);
   exercise<q::producer::multi>(m, pool);
-  CHECK(m.desc.write_dispatch_id == 580 + 320);
+  CHECK(m.desc.write_dispatch_id == 580 + 340);
 }
 
 #if AQUEDUCT_LINUX && !AQUEDUCT_TSAN && !AQUEDUCT_ASAN
@@ -295,10 +302,14 @@ TEST_CASE("hot path under seccomp strict mode: no system call at all") {
       queue.submit(p);
       queue.submit_batch(std::span<const abi::kernel_dispatch_packet>(batch));
       queue.submit_batch(3, [&](std::uint32_t) { return p; });
+      const auto launch = q::aql_dispatch_template::of(0x1000, 0, 0, 64, 1, 1, false, q::fences::system());
+      std::uint64_t at = 0;
+      if (!queue.try_submit_in_place([&](std::uint64_t, abi::aql_slot& slot) { return launch.write(slot, 64, 1, 1, 0x2000, 0); }, at))
+        return false;
       return queue.try_submit_batch(std::span<const abi::kernel_dispatch_packet>(batch)).has_value();
     };
     if (!styles(sq) || !styles(mq)) return 14;
-    return (sm.rings == 300 + 5 && mm.rings == 301 + 5) ? 0 : 13;
+    return (sm.rings == 300 + 6 && mm.rings == 301 + 6) ? 0 : 13;
   });
   CHECK(rc == 0);  // 1009 would mean SIGKILL: a system call was made
 }

@@ -1,7 +1,8 @@
 // runtime: the dispatch path over the REAL emulated path (kfd/ queue on emu::device, the emulated
 // processor attached) makes no heap allocation and no device-file call (DESIGN.md §6): a counting
 // global operator new (this thread only) and a counting device_file wrapper around the emulator
-// prove it, for typed dispatches and barrier packets, PM4 dispatches and SDMA copies (issue 11).
+// prove it, for untyped and typed dispatches, dispatches of a prepared launch (queue::prepare)
+// and barrier packets, PM4 dispatches and SDMA copies (issue 11).
 // Controls show both counters do count.
 #include "counting_device.hpp"
 #include "host_kernels.hpp"
@@ -43,8 +44,14 @@ TEST_CASE("dispatch hot path: no allocation, no device-file call (with controls)
   constexpr std::uint32_t n = 2000;
   auto out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
   for (std::uint32_t i = 0; i < n; ++i) out[i] = 0;
-  auto q = gpu.make_queue(aq::aql, {.slots = 4096});
+  auto q = gpu.make_queue(aq::aql, {.slots = 8192});
   auto gate = gpu.make_signal(0);
+  // The typed kernel through a launch prepared once (queue::prepare), and directly.
+  auto typed = exe.get_kernel<std::uint32_t*, std::uint32_t, std::uint32_t>("store");
+  const auto launch = q.prepare(typed, rt::block{1});
+  auto out2 = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+  auto out3 = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+  for (std::uint32_t i = 0; i < n; ++i) out2[i] = out3[i] = 0;
   REQUIRE(q.try_finish(std::chrono::seconds(5)).has_value());
 
   const std::int64_t calls_before = counts.total_calls.load();
@@ -54,6 +61,8 @@ TEST_CASE("dispatch hot path: no allocation, no device-file call (with controls)
   const aq::sync::signal_ref deps[] = {gate.ref()};
   for (std::uint32_t i = 0; i < n; ++i) {
     all_ok &= q.try_dispatch(store, rt::grid{1}, rt::block{1}, out, i, i + 1).has_value();
+    all_ok &= q.try_dispatch(launch, rt::grid{1}, out2, i, i + 2).has_value();
+    all_ok &= q.try_dispatch(typed, rt::grid{1}, rt::block{1}, out3, i, i + 3).has_value();
     if (i % 100 == 0) all_ok &= q.try_barrier_and(deps, false).has_value();
   }
   counting = false;
@@ -65,7 +74,7 @@ TEST_CASE("dispatch hot path: no allocation, no device-file call (with controls)
 
   REQUIRE(q.try_finish(std::chrono::seconds(20)).has_value());
   std::uint32_t wrong = 0;
-  for (std::uint32_t i = 0; i < n; ++i) wrong += out[i] != i + 1;
+  for (std::uint32_t i = 0; i < n; ++i) wrong += (out[i] != i + 1) + (out2[i] != i + 2) + (out3[i] != i + 3);
   CHECK(wrong == 0);
 
   // Controls: the counters count.

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -277,6 +278,31 @@ class aql_queue {
     return s.begin;
   }
 
+  // One packet written straight into its slot: `fill(index, slot)` stores bytes 4..63 of the
+  // slot (plain stores) and returns the header|setup dword, which is then release-stored; then
+  // the write index and the doorbell. For a caller whose packet is a few precomputed words (the
+  // runtime's prepared dispatches): no packet value is built and taken apart again.
+  // Returns false (nothing claimed, `fill` not called, no failure built: the caller waits as it
+  // chooses, e.g. for full_failure) when no slot is free now; else `index` is the packet's.
+  template <class Fill>
+  AQUEDUCT_ALWAYS_INLINE bool try_submit_in_place(Fill&& fill, std::uint64_t& index) {
+    ring_span s;
+    if (!reserver_.try_claim(1, s)) [[unlikely]] {
+      const auto again = refreshed_claim_one();  // (by value: `s` never has its address taken)
+      if (!again) return false;
+      s = {*again, 1};
+    }
+    abi::aql_slot& sl = slot(s.begin);
+    const std::uint32_t header = fill(s.begin, sl);
+    sync::atomic_store(detail::header_word(sl), header, std::memory_order_release);
+    committed(s);
+    index = s.begin;
+    return true;
+  }
+  // errc::queue_full for `n` slots after `waited`, with the queue described (what try_reserve
+  // reports), for a caller that waited on its own.
+  [[nodiscard]] failure full_failure(std::uint32_t n, sync::nanoseconds waited) const { return full(n, waited); }
+
   // A batch (<= max_batch packets): bodies and headers of entries 1..n-1, entry 0's header last,
   // one doorbell. Returns the index of the first packet.
   template <aql_packet Pk>
@@ -480,6 +506,12 @@ class aql_queue {
   AQUEDUCT_NOINLINE bool refreshed_claim(std::uint32_t n, ring_span& s) noexcept {
     if (mem_.refresh) mem_.refresh(mem_.refresh_context);
     return reserver_.try_claim(n, s);
+  }
+
+  AQUEDUCT_NOINLINE std::optional<std::uint64_t> refreshed_claim_one() noexcept {
+    ring_span s;
+    if (!refreshed_claim(1, s)) return std::nullopt;
+    return s.begin;
   }
 
   AQUEDUCT_NOINLINE failure full(std::uint32_t n, sync::nanoseconds waited) const {

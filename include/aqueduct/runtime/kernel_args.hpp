@@ -34,6 +34,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -129,10 +130,15 @@ void put_typed_arg(std::byte* dst, std::size_t offset, const typename kernel_par
   std::memcpy(dst + offset, &v, sizeof v);
 }
 // A typed dispatch's kernargs: each argument at its compile-time offset.
+// (Every value is read before the first store: a store through std::byte* may alias the
+// arguments, and the compiler would reload each one after it — issue 11.)
 template <class... P, std::size_t... I>
-void put_typed_kernargs(std::byte* dst, std::index_sequence<I...>, const typename kernel_param<P>::arg_type&... a) noexcept {
-  (put_typed_arg<P>(dst, kernel_layout<P...>::offsets[I], a), ...);
+AQUEDUCT_ALWAYS_INLINE void put_typed_kernargs(std::byte* dst, std::index_sequence<I...>,
+                                               const typename kernel_param<P>::arg_type&... a) noexcept {
+  const std::tuple<typename kernel_param<P>::stored_type...> v{kernel_param<P>::bits(a)...};
+  (std::memcpy(dst + kernel_layout<P...>::offsets[I], &std::get<I>(v), sizeof(std::get<I>(v))), ...);
   (void)dst;
+  (void)v;
 }
 
 [[nodiscard]] constexpr std::string_view value_kind_of(param_class c) noexcept {

@@ -42,6 +42,7 @@
 #include <aqueduct/kfd/events.hpp>
 #include <aqueduct/kfd/memory.hpp>
 #include <aqueduct/kfd/queue_resources.hpp>
+#include <aqueduct/queue/aql_dispatch_template.hpp>
 #include <aqueduct/queue/aql_packets.hpp>
 #include <aqueduct/queue/aql_queue.hpp>
 #include <aqueduct/runtime/detail/aql_slots.hpp>
@@ -57,6 +58,7 @@
 #include <aqueduct/sync/wait.hpp>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -98,7 +100,7 @@ struct dispatch_options {
 struct queue_doorbell {
   std::uint64_t* word = nullptr;
   aqueduct::queue_port* port = nullptr;  // null on /dev/kfd
-  void ring(std::uint64_t last_index) noexcept {
+  AQUEDUCT_ALWAYS_INLINE void ring(std::uint64_t last_index) noexcept {
     sync::atomic_store(*word, last_index, std::memory_order_release);
     if (port) port->ring_doorbell(last_index);
   }
@@ -107,8 +109,16 @@ static_assert(aqueduct::ring::doorbell<queue_doorbell>);
 
 namespace detail {
 
+// A number no other queue of this process has had: what a prepared launch checks it is used on
+// (a queue's address may be reused by a later queue, with other kernarg slots and scratch).
+[[nodiscard]] inline std::uint64_t next_queue_serial() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 struct queue_state {
   keep_alive keep;  // the system (declared first: released after everything below)
+  std::uint64_t serial = next_queue_serial();
   agent_state* agent = nullptr;
   queue_options opt{};
   arch::family fam = arch::family::gfx9;
@@ -153,6 +163,36 @@ struct queue_state {
 
 }  // namespace detail
 
+// A dispatch of one kernel in one workgroup shape on one queue, prepared once
+// (queue::try_prepare): what is fixed by the kernel, the block and the queue was checked then —
+// the block's sizes, the kernarg size against the queue's kernarg slots, the scratch the kernel
+// needs (grown then) — and the packet's fixed words are built (queue/aql_dispatch_template.hpp). A dispatch
+// of it (queue::try_dispatch(launch, grid, args...)) checks only what can change from call to
+// call — the queue it is given to, the grid, whether the kernel's executable was destroyed — then
+// writes the kernargs, the packet and the doorbell (issue 11: the AQL counterpart of the PM4
+// dispatch template). Default options (no barrier bit, system-scope fences, no dynamic LDS, no
+// caller's completion signal); use try_dispatch_with for others. A value: copy it freely; it
+// holds no reference to the queue (a launch used on another queue, or after its queue was
+// destroyed, is refused with errc::invalid_argument).
+template <class... P>
+class prepared_launch {
+ public:
+  prepared_launch() = default;
+  [[nodiscard]] explicit operator bool() const noexcept { return serial_ != 0; }
+  [[nodiscard]] const std::string& kernel_name() const noexcept { return name_; }
+  [[nodiscard]] block shape() const noexcept { return b_; }
+
+ private:
+  friend class queue;
+  std::uint64_t serial_ = 0;  // the queue's (detail::queue_state::serial); 0: empty
+  aqueduct::ring::aql_dispatch_template words_{};
+  hidden_arg_offsets hidden_{};
+  std::uint32_t kernarg_size_ = 0;
+  block b_{};
+  std::shared_ptr<const std::atomic<bool>> loaded_{};  // the kernel's executable (freed check)
+  std::string name_;
+};
+
 class queue : public detail::queue_waits<queue, aql_t> {
  public:
   using aql_type = aqueduct::ring::aql_queue_mp<queue_doorbell>;
@@ -176,18 +216,20 @@ class queue : public detail::queue_waits<queue, aql_t> {
   // Kernel `k` over `g` work-items in workgroups of `b`, with `args` as its parameters P...
   // (runtime/kernel_args.hpp: the types were checked against the kernel's metadata when it was
   // looked up; each argument goes to its compile-time offset). Returns the packet's ticket.
+  // (Inlined into the caller, so default options fold to constants: issue 11.)
   template <class... P>
-  result<aql_ticket> try_dispatch(const kernel<P...>& k, grid g, block b,
-                                  const typename detail::kernel_param<P>::arg_type&... args) {
+  AQUEDUCT_ALWAYS_INLINE result<aql_ticket> try_dispatch(const kernel<P...>& k, grid g, block b,
+                                                         const typename detail::kernel_param<P>::arg_type&... args) {
     return try_dispatch_with(dispatch_options{}, k, g, b, args...);
   }
   template <class... P>
-  aql_ticket dispatch(const kernel<P...>& k, grid g, block b, const typename detail::kernel_param<P>::arg_type&... args) {
+  AQUEDUCT_ALWAYS_INLINE aql_ticket dispatch(const kernel<P...>& k, grid g, block b,
+                                             const typename detail::kernel_param<P>::arg_type&... args) {
     return try_dispatch_with(dispatch_options{}, k, g, b, args...).value();
   }
   template <class... P>
-  result<aql_ticket> try_dispatch_with(const dispatch_options& o, const kernel<P...>& k, grid g, block b,
-                                       const typename detail::kernel_param<P>::arg_type&... args) {
+  AQUEDUCT_ALWAYS_INLINE result<aql_ticket> try_dispatch_with(const dispatch_options& o, const kernel<P...>& k, grid g, block b,
+                                                              const typename detail::kernel_param<P>::arg_type&... args) {
     if (AQUEDUCT_UNLIKELY(!s_)) return empty_queue();
     const untyped_kernel& info = k.info();
     if (AQUEDUCT_UNLIKELY(info.kernarg_size > s_->opt.kernarg_bytes)) return kernarg_too_large(info, info.kernarg_size);
@@ -195,6 +237,53 @@ class queue : public detail::queue_waits<queue, aql_t> {
       detail::put_typed_kernargs<P...>(slot, std::index_sequence_for<P...>{}, args...);
     });
   }
+  // A launch of `k` in workgroups of `b` on this queue, prepared once (see prepared_launch):
+  // errc::invalid_argument for an empty kernel, a zero block dimension, a freed kernel, kernargs
+  // larger than this queue's kernarg slots; the scratch the kernel needs is allocated now.
+  template <class... P>
+  [[nodiscard]] result<prepared_launch<P...>> try_prepare(const kernel<P...>& k, block b) {
+    if (AQUEDUCT_UNLIKELY(!s_)) return empty_queue();
+    const untyped_kernel& info = k.info();
+    if (!k) return failure(errc::invalid_argument, "try_prepare: the kernel is empty (default-constructed): get one with executable::get_kernel");
+    if (info.kernarg_size > s_->opt.kernarg_bytes) return kernarg_too_large(info, info.kernarg_size);
+    AQUEDUCT_TRY_VOID(check_input(dispatch_options{}, info, grid{}, b));
+    if (info.private_segment_size > s_->scratch.lane_bytes.load(std::memory_order_acquire))
+      AQUEDUCT_TRY_VOID(detail::try_grow_scratch(s_->scratch, *s_->agent, info.private_segment_size, s_->desc));
+    prepared_launch<P...> l;
+    const dispatch_options o{};
+    l.words_ = aqueduct::ring::aql_dispatch_template::of(info.object.value, info.group_segment_size, info.private_segment_size, b.x, b.y, b.z,
+                                      o.barrier, o.scopes);
+    l.hidden_ = info.hidden;
+    l.kernarg_size_ = info.kernarg_size;
+    l.b_ = b;
+    l.loaded_ = info.loaded;
+    l.name_ = info.name;
+    l.serial_ = s_->serial;
+    return l;
+  }
+  template <class... P>
+  [[nodiscard]] prepared_launch<P...> prepare(const kernel<P...>& k, block b) {
+    return try_prepare(k, b).value();
+  }
+  // A prepared launch over `g` work-items with `args`: kernargs, packet, doorbell. Checked per
+  // call: the launch was prepared on this queue, every grid dimension is >= 1, the kernel's
+  // executable is alive. A full ring waits (no timeout), as dispatch(k, g, b, args...).
+  template <class... P>
+  AQUEDUCT_ALWAYS_INLINE result<aql_ticket> try_dispatch(const prepared_launch<P...>& l, grid g,
+                                                         const typename detail::kernel_param<P>::arg_type&... args) {
+    if (AQUEDUCT_UNLIKELY(!s_ || l.serial_ != s_->serial || ((g.x == 0) | (g.y == 0) | (g.z == 0)) ||
+                          (l.loaded_ && !l.loaded_->load(std::memory_order_acquire))))
+      return launch_error(l.serial_, l.name_, l.loaded_ != nullptr, g, l.b_);
+    return submit_launch(l.words_, l.hidden_, l.kernarg_size_, g, l.b_, sync::infinite, [&](std::byte* slot) {
+      detail::put_typed_kernargs<P...>(slot, std::index_sequence_for<P...>{}, args...);
+    });
+  }
+  template <class... P>
+  AQUEDUCT_ALWAYS_INLINE aql_ticket dispatch(const prepared_launch<P...>& l, grid g,
+                                             const typename detail::kernel_param<P>::arg_type&... args) {
+    return try_dispatch(l, g, args...).value();
+  }
+
   // An untyped kernel: the arguments' count, sizes and offsets are checked against its metadata
   // (detail::untyped_args_match) on every dispatch.
   template <class... Args>
@@ -366,31 +455,65 @@ class queue : public detail::queue_waits<queue, aql_t> {
     if (AQUEDUCT_UNLIKELY(k.private_segment_size > s_->scratch.lane_bytes.load(std::memory_order_acquire)))
       AQUEDUCT_TRY_VOID(detail::try_grow_scratch(s_->scratch, *s_->agent, k.private_segment_size, s_->desc));
     if (AQUEDUCT_UNLIKELY(static_cast<bool>(o.completion_signal))) return submit_signalled(o, k, g, b, write_kernargs);
-    detail::queue_state& st = *s_;
-    auto idx = st.aql->try_submit_indexed([&](std::uint64_t index) {
-      std::byte* ka = static_cast<std::byte*>(st.kernargs.host()) + (index & (st.aql->size() - 1)) * st.opt.kernarg_bytes;
-      write_kernargs(ka);
-      k.hidden.put(ka, k.kernarg_size, g, b);
-      st.slots.arm(index);
-      return packet_for(o, k, g, b, index);
-    });
-    if (AQUEDUCT_LIKELY(idx.has_value())) return ticket_for(*idx);
-    return submit_reserved(o, k, g, b, write_kernargs);
+    return submit_launch(launch_of(o, k, b), k.hidden, k.kernarg_size, g, b, o.timeout, write_kernargs);
   }
+  // What submit_launch writes into the claimed slot (a named functor with an always-inlined call,
+  // not a lambda: GCC -O2 left the lambda out of line, its closure then lived in memory and every
+  // argument was reloaded — issue 11).
   template <class Write>
-  AQUEDUCT_NOINLINE result<aql_ticket> submit_reserved(const dispatch_options& o, const untyped_kernel& k, grid g, block b,
-                                                       Write& write_kernargs) {
-    auto rr = s_->aql->try_reserve(1);
-    if (AQUEDUCT_UNLIKELY(!rr)) rr = reserve_slow(1, o.timeout);
-    if (AQUEDUCT_UNLIKELY(!rr)) return std::move(rr).get_failure();
-    auto& r = *rr;
-    const std::uint64_t index = r.index(0);
-    write_kernargs(kernarg_slot(index));
-    k.hidden.put(kernarg_slot(index), k.kernarg_size, g, b);
-    s_->slots.arm(index);
-    r.write(0, packet_for(o, k, g, b, index));
-    r.publish();
-    return ticket_for(index);
+  struct in_place_dispatch {
+    const aqueduct::ring::aql_dispatch_template& l;
+    const hidden_arg_offsets& h;
+    detail::queue_state& st;
+    Write& write_kernargs;
+    std::uint32_t kernarg_size;
+    grid g;
+    block b;
+    AQUEDUCT_ALWAYS_INLINE std::uint32_t operator()(std::uint64_t index, abi::aql_slot& slot) const {
+      // Everything read before the first store through a byte pointer, which may alias it (the
+      // compiler would reload each value after it).
+      const aqueduct::ring::aql_dispatch_template w = l;
+      const std::uint64_t at = (index & (st.aql->size() - 1)) * st.opt.kernarg_bytes;
+      std::byte* const ka = static_cast<std::byte*>(st.kernargs.host()) + at;
+      const std::uint64_t ka_va = st.kernargs.va().value + at;
+      const std::uint64_t signal = st.slots.handle(index);
+      const bool hidden = h.any;
+      write_kernargs(ka);
+      if (hidden) h.put_listed(ka, kernarg_size, g, b);
+      detail::aql_slot_signals::arm_handle(signal, index);
+      return w.write(slot, g.x, g.y, g.z, ka_va, signal);
+    }
+  };
+  // The one AQL dispatch path once the inputs are checked: claim, kernargs, hidden arguments, the
+  // slot's signal armed, the packet written in place from the template's words, header,
+  // doorbell. A ring full by the completion bound: wait for room (bounded by `timeout`, a
+  // stopped queue reported), then retry. (`fill` is never passed to a function that is not
+  // inlined, so it need not live in memory: issue 11.)
+  template <class Write>
+  AQUEDUCT_ALWAYS_INLINE result<aql_ticket> submit_launch(const aqueduct::ring::aql_dispatch_template& l,
+                                                          const hidden_arg_offsets& h, std::uint32_t kernarg_size, grid g,
+                                                          block b, sync::nanoseconds timeout, Write&& write_kernargs) {
+    detail::queue_state& st = *s_;
+    const in_place_dispatch<std::remove_reference_t<Write>> fill{l, h, st, write_kernargs, kernarg_size, g, b};
+    std::uint64_t index = 0;
+    if (AQUEDUCT_LIKELY(st.aql->try_submit_in_place(fill, index))) return ticket_for(index);
+    const auto deadline = sync::deadline_after(timeout);
+    for (;;) {
+      AQUEDUCT_TRY_VOID(wait_slot(deadline, timeout));
+      if (st.aql->try_submit_in_place(fill, index)) return ticket_for(index);
+    }
+  }
+  // No free slot by the completion bound: wait (the one wait loop: spin at most
+  // wait_policy::spin_for, then back off) until one may be, up to `deadline`; a queue the device
+  // stopped is reported (its fault, the queue described) instead of waited on forever (issue 13
+  // bug 3); past the deadline, errc::queue_full with the queue decoded.
+  AQUEDUCT_NOINLINE result<void> wait_slot(sync::clock::time_point deadline, sync::nanoseconds timeout) const {
+    const auto now = sync::clock::now();
+    const auto left = deadline > now ? deadline - now : sync::nanoseconds::zero();
+    auto room = wait_room([&] { return has_room(1); }, left, [](sync::nanoseconds) { return failure(errc::queue_full); });
+    if (room) return ok();
+    if (room.get_failure() != errc::queue_full) return std::move(room).get_failure();  // stopped
+    return s_->aql->full_failure(1, timeout);
   }
   // The dispatch (tracked by its slot's signal, as always), then a barrier-AND with the barrier
   // bit whose completion signal is the caller's: it completes once every earlier packet did.
@@ -405,7 +528,7 @@ class queue : public detail::queue_waits<queue, aql_t> {
     write_kernargs(kernarg_slot(index));
     k.hidden.put(kernarg_slot(index), k.kernarg_size, g, b);
     s_->slots.arm(index);
-    r.write(0, packet_for(o, k, g, b, index));
+    r.write(0, launch_of(o, k, b).packet(g.x, g.y, g.z, gpu_va(kernarg_va(index)).value, s_->slots.handle(index)));
     aqueduct::ring::barrier_and signal;
     signal.barrier = true;
     signal.completion_signal = o.completion_signal.handle();
@@ -413,18 +536,10 @@ class queue : public detail::queue_waits<queue, aql_t> {
     r.publish();
     return ticket_for(index);
   }
-  [[nodiscard]] AQUEDUCT_ALWAYS_INLINE abi::kernel_dispatch_packet packet_for(const dispatch_options& o, const untyped_kernel& k, grid g, block b,
-                                                       std::uint64_t index) const noexcept {
-    aqueduct::ring::kernel_dispatch d;
-    d.kernel_object = k.object;
-    d.kernarg_address = gpu_va(kernarg_va(index));
-    d.grid = {g.x, g.y, g.z};
-    d.workgroup = {b.x, b.y, b.z};
-    d.segments = {k.group_segment_size + o.dynamic_lds_bytes, k.private_segment_size};
-    d.completion_signal = s_->slots.handle(index);
-    d.barrier = o.barrier;
-    d.scopes = o.scopes;
-    return aqueduct::ring::make_packet(d);
+  [[nodiscard]] static AQUEDUCT_ALWAYS_INLINE aqueduct::ring::aql_dispatch_template launch_of(const dispatch_options& o, const untyped_kernel& k,
+                                                                          block b) noexcept {
+    return aqueduct::ring::aql_dispatch_template::of(k.object.value, k.group_segment_size + o.dynamic_lds_bytes, k.private_segment_size, b.x,
+                                  b.y, b.z, o.barrier, o.scopes);
   }
 
   using reservation_type = typename aql_type::reservation;
@@ -507,6 +622,20 @@ class queue : public detail::queue_waits<queue, aql_t> {
     if (k.freed()) return freed_kernel(k);
     if (o.dynamic_lds_bytes != 0) return check_lds(k, o.dynamic_lds_bytes);
     return ok();
+  }
+  // Why a prepared launch was refused (try_dispatch(prepared_launch, ...)).
+  AQUEDUCT_NOINLINE failure launch_error(std::uint64_t serial, const std::string& name, bool tracked, grid g, block b) const {
+    if (!s_) return empty_queue();
+    if (serial == 0) return failure(errc::invalid_argument, "this prepared launch is empty (default-constructed): make one with queue::prepare");
+    if (serial != s_->serial)
+      return failure(errc::invalid_argument, "the launch of kernel '" + name + "' was prepared on another queue (queue " +
+                                                 std::to_string(queue_id()) + " did not check its kernarg size and scratch): "
+                                                 "prepare it on the queue it is dispatched to");
+    if ((g.x == 0) | (g.y == 0) | (g.z == 0)) return zero_size(g, b);
+    if (tracked)
+      return failure(errc::invalid_argument, "kernel '" + name + "': its executable was destroyed, so its code is freed; "
+                                             "keep the executable alive while its kernels are dispatched");
+    return failure(errc::invalid_argument, "prepared launch of kernel '" + name + "' refused");
   }
   AQUEDUCT_NOINLINE static failure zero_size(grid g, block b) {
     return failure(errc::invalid_argument, "grid " + std::to_string(g.x) + "x" + std::to_string(g.y) + "x" +

@@ -59,6 +59,10 @@ class aql_slot_signals {
   AQUEDUCT_ALWAYS_INLINE void arm(std::uint64_t t) const noexcept {
     sync::atomic_store(sig_[t & mask_].value, pending_value(t), std::memory_order_relaxed);
   }
+  // arm(t) through handle(t), already computed (no reload of the signal array).
+  AQUEDUCT_ALWAYS_INLINE static void arm_handle(std::uint64_t handle, std::uint64_t t) noexcept {
+    sync::atomic_store(reinterpret_cast<abi::amd_signal*>(handle)->value, pending_value(t), std::memory_order_relaxed);
+  }
   // Packet t carries another signal but is complete once launched (a barrier-bit packet with no
   // dependencies and no effect but its own signal: the wake-up barrier).
   void mark_complete(std::uint64_t t) const noexcept {
