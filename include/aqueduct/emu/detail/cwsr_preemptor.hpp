@@ -84,7 +84,7 @@ class cwsr_preemptor {
                  preemption_options opt)
       : vm_(&vm), area_(area), machine_(cwsr_machine_of(node)), packed_(packs_workitem_ids(family)), opt_(opt) {
     capacity_ = check_cwsr_capacity(area_, machine_);
-    next_timer_ = std::chrono::steady_clock::now() + opt_.interval;
+    arm_timer();
   }
   cwsr_preemptor(const cwsr_preemptor&) = delete;
   cwsr_preemptor& operator=(const cwsr_preemptor&) = delete;
@@ -138,7 +138,8 @@ class cwsr_preemptor {
     if (opt_.every_workgroups != 0 && between_workgroups &&
         since_.load(std::memory_order_relaxed) >= opt_.every_workgroups)
       return true;
-    return opt_.interval.count() != 0 && std::chrono::steady_clock::now() >= next_timer_;
+    return opt_.interval.count() != 0 &&
+           std::chrono::steady_clock::now().time_since_epoch().count() >= next_timer_.load(std::memory_order_relaxed);
   }
 
   // Save the resident workgroups of `resident` (in running order), stay off, restore.
@@ -211,7 +212,7 @@ class cwsr_preemptor {
     cv_.notify_all();
     // The timer counts the queue's time on the hardware: a save and restore slower than the
     // interval must not preempt it again before it ran at all.
-    next_timer_ = std::chrono::steady_clock::now() + opt_.interval;
+    arm_timer();
     return {};
   }
 
@@ -300,7 +301,12 @@ class cwsr_preemptor {
   preemption_options opt_;
   result<void> capacity_ = ok();
   std::atomic<std::uint64_t> since_{0};
-  std::chrono::steady_clock::time_point next_timer_{};
+  // When the timer preemption is next due (steady_clock ticks): written by the engine thread,
+  // read by every worker thread in due() — atomic (TSan found the plain time_point racing).
+  std::atomic<std::chrono::steady_clock::rep> next_timer_{0};
+  void arm_timer() noexcept {
+    next_timer_.store((std::chrono::steady_clock::now() + opt_.interval).time_since_epoch().count(), std::memory_order_relaxed);
+  }
   // The last restore (engine thread only).
   cwsr_image image_;
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::pair<std::uint32_t, std::uint32_t>> index_;
