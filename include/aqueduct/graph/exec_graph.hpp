@@ -486,7 +486,7 @@ inline result<replay_ticket> exec_graph::launch_impl(bool host_nodes_ok, sync::n
   // The slot's signals are about to be reset: the replay that waits for them (the one after its
   // last user) must have finished.
   if (seq + 1 >= s.slots()) AQUEDUCT_TRY_VOID(try_wait(replay_ticket{seq + 1 - s.slots()}, slot_timeout));
-  const auto t0 = s.opt.trace ? sync::clock::now() : sync::clock::time_point{};
+  const std::uint64_t t0 = s.opt.trace ? detail::trace_now_ns() : 0;
   AQUEDUCT_TRY_VOID(prepare_slot(slot));
   s.slot_replay[slot] = seq + 1;
   s.launched = seq + 1;
@@ -495,11 +495,8 @@ inline result<replay_ticket> exec_graph::launch_impl(bool host_nodes_ok, sync::n
     return std::move(r).get_failure();
   }
   if (s.opt.trace) {
-    const auto ns = [](sync::clock::time_point t) {
-      return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
-    };
-    s.launch_start[slot] = ns(t0);
-    s.launch_end[slot] = ns(sync::clock::now());
+    s.launch_start[slot] = t0;
+    s.launch_end[slot] = detail::trace_now_ns();
   }
   return replay_ticket{seq};
 }
