@@ -233,6 +233,23 @@ TEST_CASE("malformed packets stop the queue with a decoded queue error") {
       {"RELEASE_MEM to an unmapped address", {0xC0064900, 0x514, 0x20000000, 0x1000, 0x7F00, 1, 0, 0}, emu::engine_fault::not_mapped,
        aq::errc::device_fault, "not mapped"},
       {"type-0 packet", {0x00000000}, emu::engine_fault::not_type3, aq::errc::queue_error, "type-0"},
+      // DISPATCH_INDIRECT and COPY_DATA (PAL's MEC layouts, abi/pm4.hpp).
+      {"DISPATCH_INDIRECT with COUNT 3", {0xC0031600, 0x1000, 0, 1, 1}, emu::engine_fault::bad_count, aq::errc::queue_error,
+       "DISPATCH_INDIRECT"},
+      {"DISPATCH_INDIRECT counts misaligned", {0xC0021600, 0x1002, 0x7F00, 0x8005}, emu::engine_fault::misaligned_address,
+       aq::errc::queue_error, "4-byte"},
+      {"DISPATCH_INDIRECT counts unmapped", {0xC0021600, 0x1000, 0x10, 0x8005}, emu::engine_fault::not_mapped, aq::errc::device_fault,
+       "workgroup counts"},
+      {"DISPATCH_INDIRECT without COMPUTE_SHADER_EN", {0xC0021600, 0x1000, 0x10, 0x8004}, emu::engine_fault::bad_dispatch,
+       aq::errc::queue_error, "COMPUTE_SHADER_EN"},
+      {"COPY_DATA from a register", {0xC0044000, 0x00100200, 0x2E12, 0, 0x1000, 0x10}, emu::engine_fault::unsupported_packet,
+       aq::errc::queue_error, "SRC_SEL 0"},
+      {"COPY_DATA reserved control bit 4", {0xC0044000, 0x00100212, 0x1000, 0x10, 0x2000, 0x10}, emu::engine_fault::reserved_bits,
+       aq::errc::queue_error, "COPY_DATA"},
+      {"COPY_DATA 64-bit from a 4-byte-aligned source", {0xC0044000, 0x00110202, 0x1004, 0x10, 0x2000, 0x10},
+       emu::engine_fault::misaligned_address, aq::errc::queue_error, "COPY_DATA source"},
+      {"COPY_DATA from an unmapped source", {0xC0044000, 0x00100202, 0x1000, 0x10, 0x2000, 0x10}, emu::engine_fault::not_mapped,
+       aq::errc::device_fault, "COPY_DATA source"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.name);
@@ -259,6 +276,33 @@ TEST_CASE("malformed packets stop the queue with a decoded queue error") {
     CHECK(load32(&out[1]) == 0);
     CHECK(r.rptr() == 5);
   }
+}
+
+TEST_CASE("COPY_DATA copies one or two dwords (memory or immediate source) in queue order") {
+  rig r;
+  r.start();
+  auto mem = gpu_alloc<std::uint32_t>(r.vm, 16, 64);
+  for (int i = 0; i < 16; ++i) mem[i] = 0;
+  mem[0] = 0x11111111u;
+  mem[2] = 0x22222222u;
+  mem[3] = 0x33333333u;
+  const auto at = [&](int i) { return va(&mem[i]); };
+  // Control dwords from PAL's PM4_MEC_COPY_DATA: SRC_SEL [3:0], DST_SEL [11:8], COUNT_SEL [16], WR_CONFIRM [20].
+  const std::uint64_t w = r.push({0xC0044000, 0x00100202, lo(at(0)), hi(at(0)), lo(at(8)), hi(at(8)),       // 32 bits: mem[0] -> mem[8]
+          0xC0044000, 0x00110202, lo(at(2)), hi(at(2)), lo(at(10)), hi(at(10)),     // 64 bits: mem[2..3] -> mem[10..11]
+          0xC0044000, 0x00100205, 0xABCD1234u, 0, lo(at(12)), hi(at(12)),          // immediate 32 bits -> mem[12]
+          0xC0044000, 0x00110205, 0x01020304u, 0x05060708u, lo(at(14)), hi(at(14)),  // immediate 64 bits -> mem[14..15]
+          0xC0044000, 0x00100202, lo(at(8)), hi(at(8)), lo(at(9)), hi(at(9))});     // reads what the first wrote
+  REQUIRE(r.proc->wait_consumed(w, 5000ms));
+  CHECK(load32(&mem[8]) == 0x11111111u);
+  CHECK(load32(&mem[10]) == 0x22222222u);
+  CHECK(load32(&mem[11]) == 0x33333333u);
+  CHECK(load32(&mem[12]) == 0xABCD1234u);
+  CHECK(load32(&mem[13]) == 0u);
+  CHECK(load32(&mem[14]) == 0x01020304u);
+  CHECK(load32(&mem[15]) == 0x05060708u);
+  CHECK(load32(&mem[9]) == 0x11111111u);
+  CHECK_FALSE(r.proc->has_error());
 }
 
 TEST_CASE("COMPUTE_PGM_RSRC1.PRIV on an unaffected part (gfx1151) hangs the queue at the dispatch") {

@@ -116,6 +116,30 @@ TEST_CASE("gfx9 and gfx90a dispatch: no RSRC3 on gfx9, RSRC3 at 0x22D on gfx90a,
   CHECK(emit(128, [&](auto o) { return g90a::dispatch(o, p); }) == expect90a);
 }
 
+// PAL's MEC packet definitions (spec/packets.md DISPATCH_INDIRECT, COPY_DATA): DISPATCH_INDIRECT
+// = header (opcode 0x16, COUNT 2), counts address lo, hi, DISPATCH_INITIATOR; COPY_DATA = header
+// (opcode 0x40, COUNT 4), control (SRC_SEL 2 [3:0], DST_SEL 2 [11:8], WR_CONFIRM [20]), source
+// lo/hi, destination lo/hi.
+TEST_CASE("DISPATCH_INDIRECT replaces DISPATCH_DIRECT after the same registers; COPY_DATA of one dword") {
+  const auto kd = simple_kd();
+  const auto direct = emit(128, [&](auto o) { return g11p::dispatch(o, simple_params(kd)); });
+  auto p = simple_params(kd);
+  p.indirect_counts = gpu_va{0x7F00'00500014ull};
+  const auto indirect = emit(128, [&](auto o) { return g11p::dispatch(o, p); });
+  REQUIRE(indirect.size() + 1 == direct.size());
+  CHECK(dwv(indirect.begin(), indirect.end() - 4) == dwv(direct.begin(), direct.end() - 5));
+  CHECK(dwv(indirect.end() - 4, indirect.end()) == dwv{0xC0021600u, 0x00500014u, 0x7F00u, 0x8005u});
+  // gfx9: the wave64 initiator.
+  auto kd9 = kd;
+  kd9.kernel_code_properties = 0x0008;
+  auto p9 = simple_params(kd9);
+  p9.indirect_counts = p.indirect_counts;
+  const auto ind9 = emit(128, [&](auto o) { return g9::dispatch(o, p9); });
+  CHECK(dwv(ind9.end() - 4, ind9.end()) == dwv{0xC0021600u, 0x00500014u, 0x7F00u, 0x5u});
+  CHECK(emit(16, [&](auto o) { return g11p::copy_dword(o, gpu_va{0x7F00'00500018ull}, gpu_va{0x7F00'00300010ull}); }) ==
+        dwv{0xC0044000u, 0x00100202u, 0x00500018u, 0x7F00u, 0x00300010u, 0x7F00u});
+}
+
 TEST_CASE("user SGPRs in kernel_code_properties order (§1.6, §2.1)") {
   auto kd = simple_kd();
   // PRIVATE_SEGMENT_BUFFER (4) | DISPATCH_PTR (2) | QUEUE_PTR (2) | KERNARG (2) | DISPATCH_ID (2) | PRIVATE_SEGMENT_SIZE (1)

@@ -4,11 +4,14 @@
 // its ISA interpreter runs (gfx11, gfx12, gfx90a, gfx942; tests/runtime/isa_kernels.cpp), not
 // gfx10.3. If the gate is bypassed (a kernel made by hand from the loaded descriptor), the
 // emulated processor stops the queue with a decoded error instead of running anything.
+#include <aqueduct/emu/isa.hpp>  // the ISA interpreters (griddim runs as machine code)
 #include <aqueduct/runtime.hpp>
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -100,5 +103,56 @@ TEST_CASE("bug 10: a gfx1030 code object on a gfx1100 agent, and a gfx1100 one o
     INFO(d);
     CHECK(d.find(x.code) != std::string::npos);
     CHECK(d.find(x.agent) != std::string::npos);
+  }
+}
+
+// PM4 DISPATCH_INDIRECT of clang-built machine code: the queue has the GPU copy the counts into
+// the kernel's code object v5 hidden_block_count_x/y/z (COPY_DATA) before the dispatch, so
+// gridDim is right although the host never knew the grid. griddim.hip writes
+// count_x | count_y << 8 | count_z << 16 at each workgroup's linear index (from those hidden
+// arguments); the counts are written after the submission, while the queue is held.
+TEST_CASE("dispatch_indirect of a clang-built kernel: the hidden block counts are the counts the GPU read") {
+  const char* dir = std::getenv("AQUEDUCT_RT_GRIDDIM_DIR");
+  REQUIRE(dir != nullptr);
+  struct m {
+    const char* machine;
+    const char* arch;
+  };
+  for (const m& x : {m{"rx7900xtx", "gfx1100"}, m{"mi300x", "gfx942"}}) {
+    INFO("machine " << std::string(x.machine));
+    std::ifstream in(std::string(dir) + "/griddim-" + x.arch + ".co", std::ios::binary);
+    REQUIRE(in.good());
+    std::vector<std::byte> bytes;
+    for (char ch; in.get(ch);) bytes.push_back(static_cast<std::byte>(ch));
+    auto sys = rt::system::open({.machine = x.machine});
+    const auto& gpu = sys.default_agent();
+    auto exe = gpu.load(std::span<const std::byte>(bytes));
+    auto k = exe.get_kernel<std::uint32_t*>("griddim");
+    auto q = gpu.make_queue(rt::pm4, {.kernarg_bytes = 512});  // 8 bytes + clang's 256 of hidden arguments
+    auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
+    auto counts = gpu.alloc<std::uint32_t>(3, rt::memory_kind::host);
+    auto out = gpu.alloc<std::uint32_t>(64, rt::memory_kind::host);
+    gate[0] = 0;
+    counts[0] = counts[1] = counts[2] = 1;
+    for (int i = 0; i < 64; ++i) out[i] = 0;
+    rt::command_buffer hold;
+    q.encode_wait(hold, gate.va(), 1);
+    REQUIRE(q.try_submit(hold).has_value());
+    auto t = q.try_dispatch_indirect(k, counts.va(), rt::block{64}, out);
+    REQUIRE_MESSAGE(t.has_value(), std::string(t.detail()));
+    counts[0] = 3;
+    counts[1] = 2;
+    counts[2] = 2;
+    std::atomic_ref<std::uint32_t>(gate[0]).store(1, std::memory_order_release);
+    auto w = q.try_wait(*t, std::chrono::seconds(20));
+    REQUIRE_MESSAGE(w.has_value(), std::string(w.detail()));
+    const std::uint32_t expect = 3u | 2u << 8 | 2u << 16;
+    int right = 0, written = 0;
+    for (int i = 0; i < 64; ++i) {
+      written += out[i] != 0;
+      right += i < 12 && out[i] == expect;
+    }
+    CHECK(written == 12);
+    CHECK(right == 12);
   }
 }

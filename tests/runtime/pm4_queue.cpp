@@ -182,3 +182,66 @@ TEST_CASE("a command buffer larger than half a held PM4 ring is submitted once")
   for (int i = 0; i < 40; ++i) stamped += stamps[i] != 0;
   CHECK(stamped == 40);
 }
+
+// DISPATCH_INDIRECT (abi/pm4.hpp, from PAL's MEC packet): the workgroup counts are read by the
+// MEC when it reaches the packet, not when the host submits it; a zero count runs nothing.
+TEST_CASE("dispatch_indirect: the counts are read when the MEC reaches the dispatch; zero runs nothing; bad addresses") {
+  for (const char* machine : {"rx7900xtx", "mi300x"}) {
+    CAPTURE(machine);
+    auto sys = rt::system::open({.machine = machine});
+    const auto& gpu = sys.default_agent();
+    auto exe = aq::emu::load(gpu, test_kernels());
+    auto vadd = get<vadd_kernel>(exe, "vadd");
+    auto q = gpu.make_queue(rt::pm4);
+    auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
+    auto counts = gpu.alloc<std::uint32_t>(4, rt::memory_kind::host);
+    gate[0] = 0;
+    counts[0] = counts[1] = counts[2] = 1;
+    vadd_run v(gpu, 4096);
+    rt::command_buffer hold;
+    q.encode_wait(hold, gate.va(), 1);
+    REQUIRE(q.try_submit(hold).has_value());
+    auto t = q.try_dispatch_indirect(vadd, counts.va(), rt::block{256}, v.a, v.b, v.c, v.n);
+    REQUIRE_MESSAGE(t.has_value(), std::string(t.detail()));
+    counts[0] = 7;  // after the submission, before the MEC runs it (the queue is held)
+    std::atomic_ref<std::uint32_t>(gate[0]).store(1, std::memory_order_release);
+    auto w = q.try_wait(*t, 20s);
+    REQUIRE_MESSAGE(w.has_value(), std::string(w.detail()));
+    std::uint32_t done = 0, wrong = 0;
+    for (std::uint32_t i = 0; i < v.n; ++i) {
+      const bool in = i < 7 * 256;  // 7 workgroups of 256
+      done += v.c[i] != -1.0f;
+      wrong += in ? v.c[i] != 3.0f * static_cast<float>(i) + 0.5f : v.c[i] != -1.0f;
+    }
+    CHECK(done == 7 * 256);
+    CHECK(wrong == 0);
+
+    // A zero count: the dispatch is discarded, the command still completes.
+    for (std::uint32_t i = 0; i < v.n; ++i) v.c[i] = -1.0f;
+    counts[0] = 0;
+    counts[1] = 5;
+    auto z = q.dispatch_indirect(vadd, counts.va(), rt::block{256}, v.a, v.b, v.c, v.n);
+    REQUIRE(q.try_wait(z, 20s).has_value());
+    std::uint32_t touched = 0;
+    for (std::uint32_t i = 0; i < v.n; ++i) touched += v.c[i] != -1.0f;
+    CHECK(touched == 0);
+
+    // Misaligned counts: refused before anything is submitted.
+    const auto before = q.submitted();
+    auto m = q.try_dispatch_indirect(vadd, counts.va() + aq::byte_count(2), rt::block{256}, v.a, v.b, v.c, v.n);
+    REQUIRE_FALSE(m.has_value());
+    CHECK(m.error() == aq::errc::invalid_argument);
+    CHECK(std::string(m.detail()).find("4-byte aligned") != std::string::npos);
+    CHECK(q.submitted() == before);
+
+    // Counts at an address the GPU VM does not map: the queue stops with a device fault naming it.
+    auto u = q.try_dispatch_indirect(vadd, aq::gpu_va{0x40}, rt::block{256}, v.a, v.b, v.c, v.n);
+    REQUIRE(u.has_value());
+    auto uw = q.try_wait(*u, 20s);
+    REQUIRE_FALSE(uw.has_value());
+    CHECK(uw.error() == aq::errc::device_fault);
+    INFO(std::string(uw.detail()));
+    CHECK(std::string(uw.detail()).find("DISPATCH_INDIRECT workgroup counts") != std::string::npos);
+    CHECK(std::string(uw.detail()).find("0x40") != std::string::npos);
+  }
+}

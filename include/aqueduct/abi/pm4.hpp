@@ -153,6 +153,26 @@ static_assert(offsetof(packet, dim_x) == 4 && offsetof(packet, dim_y) == 8 && of
 inline constexpr std::uint32_t dwords = 5;
 }  // namespace dispatch_direct
 
+// ---- DISPATCH_INDIRECT (0x16), compute (MEC) form: 4 dwords, COUNT 2 -------------------------
+// The grid is read when the MEC reaches the packet: three u32 workgroup counts (x, y, z) at a
+// 4-byte-aligned address. AMD's PAL (GPUOpen-Drivers/pal src/core/hw/gfxip/gfx9/gfx9CmdUtil.cpp
+// CmdUtil::BuildDispatchIndirectMec; PM4_MEC_DISPATCH_INDIRECT: addr_lo, addr_hi,
+// dispatch_initiator, SIZEDW 4) — the graphics ring's form (SET_BASE + data_offset) differs. A
+// zero count discards the dispatch (PAL's ComputeCmdBuffer leaves zero-size dispatches "to the HW
+// to discard").
+namespace dispatch_indirect {
+struct packet {
+  std::uint32_t header;
+  std::uint32_t addr_lo;             // of {x, y, z} workgroup counts; 4-byte aligned
+  std::uint32_t addr_hi;
+  std::uint32_t dispatch_initiator;  // COMPUTE_DISPATCH_INITIATOR value
+};
+static_assert(sizeof(packet) == 16 && alignof(packet) == 4);
+static_assert(offsetof(packet, addr_lo) == 4 && offsetof(packet, addr_hi) == 8 && offsetof(packet, dispatch_initiator) == 12);
+inline constexpr std::uint32_t dwords = 4;
+inline constexpr std::uint32_t args_bytes = 12;  // x, y, z
+}  // namespace dispatch_indirect
+
 // COMPUTE_DISPATCH_INITIATOR §1.5 [TG-REGS].
 namespace dispatch_initiator {
 using compute_shader_en = bitflag<0>;
@@ -376,6 +396,38 @@ static_assert(offsetof(packet_head, control) == 4 && offsetof(packet_head, dst_a
 inline constexpr std::uint32_t head_dwords = 4;
 }  // namespace write_data
 
+// ---- COPY_DATA (0x40), compute (MEC) form: 6 dwords, COUNT 4 --------------------------------
+// One or two dwords from a source to a destination, in queue order. AMD's PAL
+// (GPUOpen-Drivers/pal src/core/hw/gfxip/gfx9/chip/gfx9_plus_merged_f32_mec_pm4_packets.h,
+// PM4_MEC_COPY_DATA and its enums; the same values in PAL's gfx10 and gfx11 MEC headers): dw1
+// SRC_SEL [3:0] (2 = memory through TC L2, 5 = immediate), DST_SEL [11:8] (2 = memory through TC
+// L2), SRC_CACHE_POLICY [14:13], COUNT_SEL [16] (0: 32 bits, 1: 64 bits), WR_CONFIRM [20],
+// DST_CACHE_POLICY [26:25], PQ_EXE_STATUS [29]; dw2/dw3 source address (or immediate data),
+// dw4/dw5 destination address; a 32-bit memory address is 4-byte aligned, a 64-bit one 8.
+namespace copy_data {
+using src_sel = bitfield<0, 4>;
+using dst_sel = bitfield<8, 4>;
+using src_cache_policy = bitfield<13, 2>;
+using count_sel = bitflag<16>;
+using wr_confirm = bitflag<20>;
+using dst_cache_policy = bitfield<25, 2>;
+using pq_exe_status = bitflag<29>;
+inline constexpr std::uint32_t defined_control_bits = 0x26116F0Fu;
+inline constexpr std::uint32_t sel_tc_l2 = 2;       // memory (src and dst)
+inline constexpr std::uint32_t src_sel_immediate = 5;
+struct packet {
+  std::uint32_t header;
+  std::uint32_t control;
+  std::uint32_t src_lo;  // address [31:2] (64-bit: [31:3]) or immediate data
+  std::uint32_t src_hi;  // address or the immediate's high dword
+  std::uint32_t dst_lo;
+  std::uint32_t dst_hi;
+};
+static_assert(sizeof(packet) == 24 && alignof(packet) == 4);
+static_assert(offsetof(packet, control) == 4 && offsetof(packet, src_lo) == 8 && offsetof(packet, dst_lo) == 16);
+inline constexpr std::uint32_t dwords = 6;
+}  // namespace copy_data
+
 // ---- INDIRECT_BUFFER (0x3F) §1.3: 4 dwords, COUNT 2 -----------------------------------------
 namespace indirect_buffer {
 using swap = bitfield<0, 2>;        // dw1 [1:0], must be 0
@@ -508,6 +560,8 @@ inline constexpr std::uint32_t dwords = 2;
 [[nodiscard]] constexpr std::uint32_t fixed_packet_dwords(opcode op, bool gfx9_form) noexcept {
   switch (op) {
     case opcode::dispatch_direct: return dispatch_direct::dwords;
+    case opcode::dispatch_indirect: return dispatch_indirect::dwords;
+    case opcode::copy_data: return copy_data::dwords;
     case opcode::acquire_mem: return gfx9_form ? acquire_mem::gfx9::dwords : acquire_mem::gfx10::dwords;
     case opcode::release_mem: return release_mem::dwords;
     case opcode::wait_reg_mem: return wait_reg_mem::dwords;

@@ -316,6 +316,16 @@ class pm4_processor : public queue_wakeup {
         if (!d) return refuse(d.why(), p, in_ib);
         return dispatch(*d, p, in_ib);
       }
+      case a::opcode::dispatch_indirect: {
+        const auto d = detail::decode_dispatch_indirect(p, b_.family);
+        if (!d) return refuse(d.why(), p, in_ib);
+        return dispatch_indirect(*d, p, in_ib);
+      }
+      case a::opcode::copy_data: {
+        const auto d = detail::decode_copy_data(p);
+        if (!d) return refuse(d.why(), p, in_ib);
+        return copy_data(*d, p, in_ib);
+      }
       case a::opcode::acquire_mem: {
         // The emulated caches are coherent: nothing to write back or invalidate. Every workgroup of
         // earlier dispatches ran on this thread, so their stores are ordered before what follows.
@@ -446,6 +456,22 @@ class pm4_processor : public queue_wakeup {
     return step::done;
   }
 
+  // COPY_DATA: the value is read and written when the MEC reaches the packet, before anything after
+  // it (WR_CONFIRM or not: the emulated write lands at once).
+  step copy_data(const detail::copy_data_fields& d, std::span<const std::uint32_t> p, bool in_ib) {
+    const std::size_t n = d.b64 ? 2 : 1;
+    if (!d.immediate && !vm_.is_mapped(d.src, 4 * n)) return refuse({engine_fault::not_mapped, "COPY_DATA source", d.src}, p, in_ib);
+    if (!vm_.is_mapped(d.dst, 4 * n)) return refuse({engine_fault::not_mapped, "COPY_DATA destination", d.dst}, p, in_ib);
+    std::uint32_t v[2] = {static_cast<std::uint32_t>(d.src), static_cast<std::uint32_t>(d.src >> 32)};
+    if (!d.immediate) {
+      auto* src = host<std::uint32_t>(d.src);
+      for (std::size_t i = 0; i < n; ++i) v[i] = std::atomic_ref<std::uint32_t>(src[i]).load(std::memory_order_acquire);
+    }
+    auto* dst = host<std::uint32_t>(d.dst);
+    for (std::size_t i = 0; i < n; ++i) std::atomic_ref<std::uint32_t>(dst[i]).store(v[i], std::memory_order_release);
+    return step::done;
+  }
+
   // Runs `size_dw` dwords at `address` as an IB of nesting level `depth` (1: called from the
   // ring). A chained INDIRECT_BUFFER inside it replaces it (the rest of the IB is not run) at the
   // same level; PRED_EXEC and COND_EXEC skip dwords within the IB they are in.
@@ -529,6 +555,19 @@ class pm4_processor : public queue_wakeup {
       preemptor_.note_workgroup();
     }
     return step::done;
+  }
+
+  // DISPATCH_INDIRECT: the counts are read now, when the MEC reaches the packet (a kernel before
+  // it on this queue may have written them). A zero count discards the dispatch, as the hardware
+  // does (abi/pm4.hpp); otherwise it runs as DISPATCH_DIRECT with those dimensions.
+  step dispatch_indirect(const detail::dispatch_indirect_fields& di, std::span<const std::uint32_t> p, bool in_ib) {
+    if (!vm_.is_mapped(di.address, abi::pm4::dispatch_indirect::args_bytes))
+      return refuse({engine_fault::not_mapped, "DISPATCH_INDIRECT workgroup counts", di.address}, p, in_ib);
+    detail::dispatch_direct_fields dd{{}, di.initiator};
+    auto* counts = host<std::uint32_t>(di.address);
+    for (int k = 0; k < 3; ++k) dd.dim[k] = std::atomic_ref<std::uint32_t>(counts[k]).load(std::memory_order_acquire);
+    if (dd.dim[0] == 0 || dd.dim[1] == 0 || dd.dim[2] == 0) return step::done;
+    return dispatch(dd, p, in_ib);
   }
 
   // Serves a pending preemption (on demand, every N workgroups, timer). `run`: called before

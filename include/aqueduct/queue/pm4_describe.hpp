@@ -103,6 +103,14 @@ inline void describe_packet(std::span<const std::uint32_t> p, std::string& out) 
       case a::opcode::dispatch_direct:
         n = std::snprintf(buf, sizeof buf, " dim=%u,%u,%u initiator=0x%X", at(1), at(2), at(3), at(4));
         break;
+      case a::opcode::copy_data:
+        n = std::snprintf(buf, sizeof buf, " src_sel=%u dst_sel=%u count_sel=%u src=0x%llx dst=0x%llx", a::copy_data::src_sel::get(at(1)),
+                          a::copy_data::dst_sel::get(at(1)), a::copy_data::count_sel::get(at(1)),
+                          static_cast<unsigned long long>(make64(at(2), at(3))), static_cast<unsigned long long>(make64(at(4), at(5))));
+        break;
+      case a::opcode::dispatch_indirect:
+        n = std::snprintf(buf, sizeof buf, " counts=0x%llx initiator=0x%X", static_cast<unsigned long long>(make64(at(1), at(2))), at(3));
+        break;
       case a::opcode::release_mem:
         n = std::snprintf(buf, sizeof buf, " event=0x%X index=%u data_sel=%u int_sel=%u addr=0x%llx data=0x%llx ctxid=%u",
                           a::release_mem::event_type::get(at(1)), a::release_mem::event_index::get(at(1)),

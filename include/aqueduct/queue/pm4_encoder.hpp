@@ -65,6 +65,12 @@ struct dispatch_params {
   std::uint32_t scratch_waves = 0;          // TMPRING WAVES
   std::uint32_t scratch_bytes_per_wave = 0; // rounded up to the family's WAVESIZE unit
   std::uint32_t waves_per_sh = 0;           // COMPUTE_RESOURCE_LIMITS.WAVES_PER_SH, 0 = unlimited
+  // Set: DISPATCH_INDIRECT instead of DISPATCH_DIRECT — the MEC reads the {x, y, z} workgroup
+  // counts there when it runs the packet (`grid` is then unused); one dword shorter.
+  gpu_va indirect_counts;
+  // With indirect_counts: where the kernel's hidden_block_count_x/y/z sit in its kernargs (byte
+  // offsets, -1: not listed). The queue copies each count there (COPY_DATA) before the dispatch.
+  std::array<std::int32_t, 3> indirect_block_count_at{-1, -1, -1};
 };
 
 // RELEASE_MEM fields (spec/packets.md §1.3); `cache_action` holds the family's dw1 [23:12] bits
@@ -137,6 +143,32 @@ struct encoder {
     out[3] = gz;
     out[4] = initiator;
     return dispatch_direct_dwords;
+  }
+  // COPY_DATA memory -> memory of one dword (4-byte aligned addresses), the write confirmed before
+  // the MEC goes on (abi/pm4.hpp).
+  static constexpr std::uint32_t copy_data_dwords = pkt::copy_data::dwords;
+  static constexpr std::size_t copy_dword(std::span<std::uint32_t> out, gpu_va src, gpu_va dst) noexcept {
+    namespace cd = pkt::copy_data;
+    AQUEDUCT_ASSERT(out.size() >= copy_data_dwords, "PM4 reservation too small");
+    AQUEDUCT_ASSERT(src.value % 4 == 0 && dst.value % 4 == 0, "COPY_DATA addresses must be 4-byte aligned");
+    out[0] = pkt::type3_header(pkt::opcode::copy_data, copy_data_dwords - 1);
+    out[1] = cd::src_sel::put(cd::sel_tc_l2) | cd::dst_sel::put(cd::sel_tc_l2) | cd::wr_confirm::put(1);
+    out[2] = lo32(src.value);
+    out[3] = hi32(src.value);
+    out[4] = lo32(dst.value);
+    out[5] = hi32(dst.value);
+    return copy_data_dwords;
+  }
+  // DISPATCH_INDIRECT, compute form (abi/pm4.hpp): the counts at `counts` (4-byte aligned).
+  static constexpr std::uint32_t dispatch_indirect_dwords = pkt::dispatch_indirect::dwords;
+  static constexpr std::size_t dispatch_indirect(std::span<std::uint32_t> out, gpu_va counts, std::uint32_t initiator) noexcept {
+    AQUEDUCT_ASSERT(out.size() >= dispatch_indirect_dwords, "PM4 reservation too small");
+    AQUEDUCT_ASSERT(counts.value % 4 == 0, "DISPATCH_INDIRECT counts must be 4-byte aligned");
+    out[0] = pkt::type3_header(pkt::opcode::dispatch_indirect, dispatch_indirect_dwords - 1);
+    out[1] = lo32(counts.value);
+    out[2] = hi32(counts.value);
+    out[3] = initiator;
+    return dispatch_indirect_dwords;
   }
   // COMPUTE_DISPATCH_INITIATOR for a work-group-count dispatch (tinygrad: 0x8005 wave32, 0x5).
   [[nodiscard]] static constexpr std::uint32_t dispatch_initiator(bool wave32) noexcept {
@@ -462,7 +494,8 @@ struct encoder {
     return n;
   }
 
-  // The full register setup of a launch, then DISPATCH_DIRECT (order as tinygrad, spec §2.1).
+  // The full register setup of a launch, then DISPATCH_DIRECT (order as tinygrad, spec §2.1), or
+  // DISPATCH_INDIRECT with p.indirect_counts (dispatch_dwords(kd) - 1 dwords).
   // Cache invalidation before and a partial flush after are the caller's (acquire_mem, event_write).
   static constexpr std::size_t dispatch(std::span<std::uint32_t> out, const dispatch_params& p) noexcept {
     AQUEDUCT_ASSERT(p.kd != nullptr, "dispatch needs a kernel descriptor");
@@ -501,7 +534,10 @@ struct encoder {
     sh(regs::compute_start_x, {0, 0, 0, nt::num_thread_full::put(p.block[0]), nt::num_thread_full::put(p.block[1]),
                                nt::num_thread_full::put(p.block[2]), 0, 0});
     const bool wave32 = abi::kernel_code_properties::enable_wavefront_size32::get(kd.kernel_code_properties) != 0;
-    n += dispatch_direct(out.subspan(n), p.grid[0], p.grid[1], p.grid[2], dispatch_initiator(wave32));
+    if (p.indirect_counts) [[unlikely]]
+      n += dispatch_indirect(out.subspan(n), p.indirect_counts, dispatch_initiator(wave32));
+    else
+      n += dispatch_direct(out.subspan(n), p.grid[0], p.grid[1], p.grid[2], dispatch_initiator(wave32));
     return n;
   }
 };

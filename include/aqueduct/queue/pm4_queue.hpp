@@ -235,6 +235,7 @@ class pm4_queue {
   result<std::uint64_t> try_dispatch(const pm4::dispatch_params& p, const pm4_completion& c = {},
                                      sync::nanoseconds timeout = sync::infinite) {
     AQUEDUCT_ASSERT(p.kd != nullptr, "dispatch needs a kernel descriptor");
+    AQUEDUCT_ASSERT(!p.indirect_counts, "DISPATCH_INDIRECT: encoder::dispatch + try_submit_dwords, not a dispatch template");
     pm4::dispatch_patch x;
     const pm4::dispatch_template<Target>& t = last_dispatch_.get(p, c, x);
     return try_dispatch(t, x, timeout);

@@ -9,7 +9,8 @@
 // (kfd::queue_resources: ring, pointer page — rptr @0, wptr @64 — EOP and the CWSR area with its
 // headers, CREATE_QUEUE, doorbell), plus a slot area (per command: kernargs and the 64-byte
 // dispatch packet that host_kernel_abi's dispatch pointer names) and one KFD signal event.
-// A dispatch = ACQUIRE_MEM + registers + DISPATCH_DIRECT + CS_PARTIAL_FLUSH + RELEASE_MEM of the
+// A dispatch = ACQUIRE_MEM + registers + DISPATCH_DIRECT (DISPATCH_INDIRECT for
+// dispatch_indirect) + CS_PARTIAL_FLUSH + RELEASE_MEM of the
 // command's sequence number (64-bit) into the queue's progress word, with no interrupt; waits
 // spin on the progress word, and a waiter that must then block first appends one RELEASE_MEM
 // interrupt to the queue's event (after everything submitted so far: one interrupt per blocking
@@ -121,6 +122,11 @@ class pm4_ring_of final : public pm4_ring {
 
   using enc = typename pm4_q<Target>::encoder;
   void encode_dispatch(command_buffer& out, const aqueduct::ring::pm4::dispatch_params& p) const override {
+    if (p.indirect_counts) [[unlikely]]  // the counts into the hidden block counts, before the caches are invalidated
+      for (std::uint32_t d = 0; d < 3; ++d)
+        if (const std::int32_t at = p.indirect_block_count_at[d]; at >= 0)
+          enc::copy_dword(out.append(enc::copy_data_dwords), gpu_va(p.indirect_counts.value + 4 * d),
+                          gpu_va(p.kernarg.value + static_cast<std::uint32_t>(at)));
     enc::acquire_mem(out.append(enc::acquire_mem_dwords), enc::pre_dispatch_cntl, 0xAu);
     const auto n = enc::dispatch(out.append(enc::dispatch_dwords(*p.kd)), p);
     out.shrink_last(n);
@@ -244,6 +250,27 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
     return try_dispatch(k, g, b, args...).value();
   }
 
+  // Kernel `k` in workgroups of `b`, its workgroup COUNTS read by the GPU when it reaches the
+  // dispatch: three u32 {x, y, z} at `counts` (4-byte aligned; e.g. written by a kernel before it
+  // on this queue). A zero count makes the dispatch do nothing (PM4 DISPATCH_INDIRECT, abi/pm4.hpp).
+  // The grid is not known when the kernargs are written: the queue has the GPU copy the counts
+  // into the kernel's hidden_block_count_x/y/z (COPY_DATA, before the dispatch), hidden_grid_dims
+  // is 3 and hidden_remainder_* 0 (whole workgroups), and the grid_size fields of the 64-byte
+  // dispatch packet are 0 (a kernel that reads its grid size from the dispatch packet, rather
+  // than from the code object v5 hidden arguments, must take the counts as an argument).
+  template <class... P>
+  result<pm4_ticket> try_dispatch_indirect(const kernel<P...>& k, gpu_va counts, block b,
+                                           const typename detail::kernel_param<P>::arg_type&... args) {
+    return submit(k.info(), grid{b.x, b.y, b.z}, b,
+                  [&](std::byte* slot) { detail::put_typed_kernargs<P...>(slot, std::index_sequence_for<P...>{}, args...); },
+                  counts);
+  }
+  template <class... P>
+  pm4_ticket dispatch_indirect(const kernel<P...>& k, gpu_va counts, block b,
+                               const typename detail::kernel_param<P>::arg_type&... args) {
+    return try_dispatch_indirect(k, counts, b, args...).value();
+  }
+
   // ---- waits (detail/queue_waits.hpp) ------------------------------------------------------------
   // try_wait(ticket) / wait until its command completed (its RELEASE_MEM landed; a ticket of
   // another PM4 queue is errc::invalid_argument, naming both queues), try_finish / finish,
@@ -336,7 +363,13 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
     return failure(errc::invalid_argument, "this PM4 queue is empty (default-constructed or moved-from): make one with make_queue(aq::pm4)");
   }
   template <class WriteKernargs>
-  result<pm4_ticket> submit(const untyped_kernel& k, grid g, block b, WriteKernargs&& write_kernargs) {
+  result<pm4_ticket> submit(const untyped_kernel& k, grid g, block b, WriteKernargs&& write_kernargs, gpu_va counts = {}) {
+    if (counts) [[unlikely]] {
+      if (!s_) return empty_queue();
+      if (counts.value % 4 != 0)
+        return failure(errc::invalid_argument, "kernel '" + k.name + "': the workgroup counts of an indirect dispatch must be "
+                                               "4-byte aligned (DISPATCH_INDIRECT)");
+    }
     if (k.kernarg_size > s_->opt.kernarg_bytes)
       return failure(errc::invalid_argument, "kernel '" + k.name + "': kernargs do not fit pm4_queue_options::kernarg_bytes");
     // Scratch: private memory, or (gfx9) the private segment buffer / flat scratch init SGPRs a
@@ -364,8 +397,13 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
     const std::uint64_t va = s_->slots.va().value + slot * slot_bytes();
     write_kernargs(base);
     k.hidden.put(base, k.kernarg_size, g, b);
-    write_dispatch_packet(base + s_->opt.kernarg_bytes, k, g, b, gpu_va(va));
+    write_dispatch_packet(base + s_->opt.kernarg_bytes, k, counts ? grid{0, 0, 0} : g, b, gpu_va(va));
     aqueduct::ring::pm4::dispatch_params p = params_for(k, g, b, gpu_va(va), gpu_va(va + s_->opt.kernarg_bytes));
+    if (counts) [[unlikely]] {
+      p.indirect_counts = counts;
+      for (int d = 0; d < 3; ++d) p.indirect_block_count_at[d] = k.hidden.block_count[d];
+      put_indirect_grid_dims(base, k);
+    }
     if (lane_need != 0) {  // architected flat scratch: base and per-wave size; gfx9: the V# / flat scratch init
       p.scratch_base = gpu_va(s_->scratch.va);
       p.scratch_waves = s_->scratch.waves;
@@ -380,10 +418,26 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
     // A full ring backs off in the ring's own wait (sync::wait_until) until the CP made room,
     // and reports a stopped MEC (the ring's stop_check) instead of waiting on it forever.
     std::lock_guard lock(s_->mu);
-    auto r = s_->q->try_dispatch(p, c, sync::infinite);
+    auto r = counts ? submit_indirect(p, c) : s_->q->try_dispatch(p, c, sync::infinite);
     if (!r) return std::move(r).get_failure();
     s_->submitted.store(seq, std::memory_order_release);
     return pm4_ticket(detail::ticket_key{}, s_.get(), queue_id(), seq);
+  }
+  // hidden_grid_dims of an indirect dispatch: 3, as the dispatch packet's setup says (the counts'
+  // shape is not known when the kernargs are written).
+  static void put_indirect_grid_dims(std::byte* slot, const untyped_kernel& k) noexcept {
+    const std::int32_t at = k.hidden.grid_dims;
+    const std::uint16_t three = 3;
+    if (at >= 0 && std::uint64_t(at) + sizeof three <= k.kernarg_size) std::memcpy(slot + at, &three, sizeof three);
+  }
+  // An indirect dispatch's packets: encoded each time, not a dispatch template (those patch
+  // DISPATCH_DIRECT's dimensions); through a reused per-thread buffer. Called under s_->mu.
+  AQUEDUCT_NOINLINE result<std::uint64_t> submit_indirect(const aqueduct::ring::pm4::dispatch_params& p,
+                                                          const aqueduct::ring::pm4_completion& c) {
+    thread_local command_buffer cmds;
+    cmds.clear();
+    s_->q->encode_dispatch(cmds, p);
+    return s_->q->try_submit(cmds.dwords(), c, sync::infinite, nullptr);
   }
   [[nodiscard]] std::uint64_t slot_bytes() const noexcept { return std::uint64_t{s_->opt.kernarg_bytes} + packet_bytes; }
 

@@ -105,6 +105,54 @@ struct dispatch_direct_fields {
   return d;
 }
 
+// ---- DISPATCH_INDIRECT (0x16), compute form (abi/pm4.hpp) ------------------------------------
+struct dispatch_indirect_fields {
+  std::uint64_t address = 0;   // of the {x, y, z} counts, read when the MEC runs the packet
+  std::uint32_t initiator = 0;
+};
+[[nodiscard]] inline decoded<dispatch_indirect_fields> decode_dispatch_indirect(std::span<const std::uint32_t> p,
+                                                                                  arch::family f) {
+  dispatch_indirect_fields d{make64(p[1], p[2]), p[3]};
+  const std::uint32_t defined = dispatch_initiator_defined(f);
+  if ((d.initiator & ~defined) != 0)
+    return refuse(engine_fault::reserved_bits, "DISPATCH_INITIATOR reserved bits 0x" + hex_string(d.initiator & ~defined));
+  if (!pm4a::dispatch_initiator::compute_shader_en::get(d.initiator))
+    return refuse(engine_fault::bad_dispatch, "DISPATCH_INITIATOR.COMPUTE_SHADER_EN is 0");
+  if (d.address % 4 != 0)
+    return refuse(engine_fault::misaligned_address, "DISPATCH_INDIRECT counts at 0x" + hex_string(d.address) + " (4-byte alignment)",
+                  d.address);
+  return d;
+}
+
+// ---- COPY_DATA (0x40), compute form (abi/pm4.hpp) --------------------------------------------
+// Emulated: memory or immediate source, memory destination. Register, GDS, counter and clock
+// sources and register destinations are refused as unsupported (nothing here writes them).
+struct copy_data_fields {
+  bool immediate = false;
+  bool b64 = false;
+  std::uint64_t src = 0;  // address, or the immediate value
+  std::uint64_t dst = 0;
+};
+[[nodiscard]] inline decoded<copy_data_fields> decode_copy_data(std::span<const std::uint32_t> p) {
+  namespace cd = pm4a::copy_data;
+  const std::uint32_t c = p[1];
+  if ((c & ~cd::defined_control_bits) != 0)
+    return refuse(engine_fault::reserved_bits, "COPY_DATA control reserved bits 0x" + hex_string(c & ~cd::defined_control_bits));
+  const std::uint32_t src = cd::src_sel::get(c), dst = cd::dst_sel::get(c);
+  if (src != cd::sel_tc_l2 && src != cd::src_sel_immediate)
+    return refuse(engine_fault::unsupported_packet, "COPY_DATA SRC_SEL " + std::to_string(src) +
+                                                        " (only 2, memory, and 5, immediate, are emulated)");
+  if (dst != cd::sel_tc_l2)
+    return refuse(engine_fault::unsupported_packet, "COPY_DATA DST_SEL " + std::to_string(dst) + " (only 2, memory, is emulated)");
+  copy_data_fields d{src == cd::src_sel_immediate, cd::count_sel::get(c) != 0, make64(p[2], p[3]), make64(p[4], p[5])};
+  if (d.immediate && !d.b64) d.src = p[2];
+  const std::uint64_t align = d.b64 ? 8 : 4;
+  if (!d.immediate && d.src % align != 0)
+    return refuse(engine_fault::misaligned_address, "COPY_DATA source 0x" + hex_string(d.src), d.src);
+  if (d.dst % align != 0) return refuse(engine_fault::misaligned_address, "COPY_DATA destination 0x" + hex_string(d.dst), d.dst);
+  return d;
+}
+
 // ---- ACQUIRE_MEM (0x58) ------------------------------------------------------------------------
 struct acquire_mem_fields {
   std::uint32_t cntl = 0;  // gfx9: CP_COHER_CNTL (dw1 [30:0]); gfx10+: GCR_CNTL (dw7)
