@@ -276,3 +276,53 @@ TEST_CASE("a child graph's node is updated through try_inner; the same child use
   CHECK(f.out[1] == 11);
   CHECK(f.out[2] == 22);
 }
+
+// An indirect kernel node (PM4 DISPATCH_INDIRECT, runtime/pm4_queue.hpp dispatch_indirect): a
+// kernel of the graph writes the workgroup count just before it, so only the device knows how much
+// work follows. add(out, in, 7, n) in workgroups of 64: exactly count * 64 elements become
+// in[i] + 7, the rest keep 0xFFFFFFFF. The count changes per replay through the producer's
+// arguments only (no re-instantiation), in both replay modes, a zero count included.
+TEST_CASE("an indirect kernel node: the workgroup count a kernel before it wrote decides the work, eagerly and at every replay") {
+  rig r;
+  constexpr std::uint32_t n = 1024;
+  auto in = r.host_buffer(n);
+  for (std::uint32_t i = 0; i < n; ++i) in[i] = 3 * i + 1;
+  auto out = r.host_buffer(n, ~0u);
+  auto counts = r.host_buffer(3, 1);
+  auto prog = [&](std::uint32_t groups) -> g::task<void> {
+    co_await g::on(r.pm4).dispatch(r.store_k, rt::grid{1}, rt::block{1}, counts, 0u, groups).label("decide");
+    co_await g::on(r.pm4).dispatch_indirect(r.add_k, counts.va(), rt::block{64}, out, in, 7u, n).label("work");
+  };
+  const auto reset = [&] {
+    std::fill_n(out.data(), n, ~0u);
+    counts[0] = 1;  // not what the device writes
+  };
+  const auto wrong = [&](std::uint32_t groups) {
+    std::uint32_t bad = 0;
+    for (std::uint32_t i = 0; i < n; ++i) bad += i < groups * 64 ? out[i] != in[i] + 7 : out[i] != ~0u;
+    return bad;
+  };
+  reset();
+  g::sync_wait(prog(3));  // eagerly
+  CHECK(wrong(3) == 0);
+
+  const g::task_graph tg = g::capture(prog(2));
+  const g::node_id decide = tg.find("decide"), work = tg.find("work");
+  CHECK(tg[work].counts == counts.va());
+  CHECK(contains(tg[work].describe(), "kernel (indirect) 'add'"));
+  CHECK(contains(tg.to_dot(), "kernel (indirect) add"));
+  for (const auto* o : {&ring, &indirect}) {
+    CAPTURE(o == &indirect);
+    auto e = g::instantiate(tg, *o);
+    for (std::uint32_t groups : {2u, 5u, 0u, 16u, 1u}) {
+      CAPTURE(groups);
+      REQUIRE(e.try_set_args(decide, counts, 0u, groups));
+      reset();
+      e.wait(e.launch());
+      CHECK(wrong(groups) == 0);
+    }
+    auto s = e.try_set_grid(work, rt::grid{64}, rt::block{64});
+    REQUIRE_FALSE(s.has_value());
+    CHECK(contains(s.detail(), "indirect kernel's grid"));
+  }
+}

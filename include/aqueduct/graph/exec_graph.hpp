@@ -227,16 +227,21 @@ inline void exec_graph::write_kernargs(std::uint32_t n, std::uint32_t slot) noex
   const detail::agent_memory& a = s_->agents[s_->node_agent[n]];
   auto* base = static_cast<std::byte*>(a.kernargs.host()) + a.slot_bytes * slot + s_->kernarg_offset[n];
   std::memcpy(base, x.args.data(), x.args.size());
-  x.kernel.hidden.put(base, x.kernel.kernarg_size, x.grid, x.block);
+  if (x.counts)  // indirect: the GPU copies the counts into the hidden block counts
+    x.kernel.hidden.put_indirect(base, x.kernel.kernarg_size, x.block);
+  else
+    x.kernel.hidden.put(base, x.kernel.kernarg_size, x.grid, x.block);
   if (x.queue.type == queue_type::pm4) {  // the dispatch packet a PM4 dispatch points the kernel at
     abi::kernel_dispatch_packet pkt{};
     pkt.setup = 3;
     pkt.workgroup_size_x = x.block.x;
     pkt.workgroup_size_y = x.block.y;
     pkt.workgroup_size_z = x.block.z;
-    pkt.grid_size_x = x.grid.x;
-    pkt.grid_size_y = x.grid.y;
-    pkt.grid_size_z = x.grid.z;
+    if (!x.counts) {  // indirect: 0, the grid is not known here (runtime/pm4_queue.hpp dispatch_indirect)
+      pkt.grid_size_x = x.grid.x;
+      pkt.grid_size_y = x.grid.y;
+      pkt.grid_size_z = x.grid.z;
+    }
     pkt.group_segment_size = x.kernel.group_segment_size;
     pkt.kernel_object = x.kernel.object.value;
     pkt.kernarg_address = a.kernargs.va().value + a.slot_bytes * slot + s_->kernarg_offset[n];

@@ -107,6 +107,9 @@ inline result<void> exec_graph::try_set_grid(node_id n, runtime::grid g, runtime
   AQUEDUCT_TRY(const std::uint32_t f, try_flat(n, node_kind::kernel));
   if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z) return failure(errc::invalid_argument, "grid and block sizes must be positive");
   node& x = s_->p.nodes[f];
+  if (x.counts)
+    return failure(errc::invalid_argument, x.describe() + ": an indirect kernel's grid is the workgroup counts the GPU reads at run "
+                                           "time; write the counts (or give the node new ones) instead of setting a grid");
   x.grid = g;
   x.block = b;
   logged(f, detail::update_kind::relower);  // the packet holds the grid (and hidden arguments change)
@@ -185,6 +188,12 @@ inline result<void> exec_graph::try_bind_range(std::string_view name, gpu_va va,
           changed = true;
         }
       }
+    if (x.kind == node_kind::kernel && x.counts && moved(x.counts.value) != x.counts.value) {  // in the packets: relowered
+      x.counts = gpu_va(moved(x.counts.value));
+      logged(f, detail::update_kind::relower);
+      s_->buffers.collect(s_->p, f);
+      continue;
+    }
     if (x.kind == node_kind::copy || x.kind == node_kind::fill || x.kind == node_kind::timestamp) {
       const gpu_va d(moved(x.dst.value)), s2(moved(x.src.value));
       changed = d != x.dst || s2 != x.src;
@@ -229,11 +238,13 @@ inline result<void> exec_graph::try_update(const task_graph& g) {
     node& x = s_->p.nodes[f];
     const bool relower = x.grid.x != b.grid.x || x.grid.y != b.grid.y || x.grid.z != b.grid.z || x.block.x != b.block.x ||
                          x.block.y != b.block.y || x.block.z != b.block.z || x.dst != b.dst || x.src != b.src ||
-                         x.bytes != b.bytes || x.value32 != b.value32 || x.enabled != b.enabled || x.value != b.value;
+                         x.bytes != b.bytes || x.value32 != b.value32 || x.enabled != b.enabled || x.value != b.value ||
+                         x.counts != b.counts;
     const bool args = x.args != b.args;
     x.args = b.args;
     x.grid = b.grid;
     x.block = b.block;
+    x.counts = b.counts;
     x.dst = b.dst;
     x.src = b.src;
     x.bytes = b.bytes;

@@ -217,13 +217,18 @@ class dispatch_op : public queue_op<dispatch_op<K, P...>, K> {
  public:
   static constexpr const char* name = "dispatch";
   using args_type = std::tuple<typename runtime::detail::kernel_param<P>::arg_type...>;
-  dispatch_op(typename K::queue_type& q, const runtime::kernel<P...>& k, runtime::grid g, runtime::block b, args_type a)
-      : q_(&q), k_(&k), g_(g), b_(b), args_(std::move(a)) {}
+  dispatch_op(typename K::queue_type& q, const runtime::kernel<P...>& k, runtime::grid g, runtime::block b, args_type a,
+              gpu_va counts = {})
+      : q_(&q), k_(&k), g_(g), b_(b), args_(std::move(a)), counts_(counts) {}
 
   result<runtime::ticket<K>> submit() {
+    if constexpr (std::same_as<K, runtime::pm4_t>)
+      if (counts_) return std::apply([&](const auto&... a) { return q_->try_dispatch_indirect(*k_, counts_, b_, a...); }, args_);
     return std::apply([&](const auto&... a) { return q_->try_dispatch(*k_, g_, b_, a...); }, args_);
   }
-  [[nodiscard]] std::string describe() const { return std::string("dispatch of kernel '") + k_->name() + "'"; }
+  [[nodiscard]] std::string describe() const {
+    return std::string(counts_ ? "indirect dispatch of kernel '" : "dispatch of kernel '") + k_->name() + "'";
+  }
   [[nodiscard]] static const char* category() noexcept { return to_string(node_kind::kernel); }  // as a replay's spans
   node_id record(capture_strand& s, const std::source_location& loc) {
     using L = runtime::detail::kernel_layout<P...>;
@@ -235,6 +240,7 @@ class dispatch_op : public queue_op<dispatch_op<K, P...>, K> {
     n.kernel = k_->info();
     n.grid = g_;
     n.block = b_;
+    n.counts = counts_;
     n.args.assign(std::max<std::size_t>(n.kernel.kernarg_size, L::bytes), std::byte{0});
     std::apply([&](const auto&... a) { runtime::detail::put_typed_kernargs<P...>(n.args.data(), std::index_sequence_for<P...>{}, a...); },
                args_);
@@ -255,6 +261,7 @@ class dispatch_op : public queue_op<dispatch_op<K, P...>, K> {
   runtime::grid g_;
   runtime::block b_;
   args_type args_;
+  gpu_va counts_;  // set: an indirect dispatch (PM4)
 };
 
 // A PM4 or SDMA operation given as a submit function (SDMA copy, fill, signal, wait, timestamp;
@@ -504,6 +511,16 @@ class queue_ref {
   [[nodiscard]] detail::dispatch_op<K, P...> dispatch(const runtime::kernel<P...>& k, runtime::grid g, runtime::block b,
                                                       const typename runtime::detail::kernel_param<P>::arg_type&... args) const {
     return detail::dispatch_op<K, P...>(*q_, k, g, b, {args...});
+  }
+
+  // PM4: kernel `k` in workgroups of `b`, its workgroup counts {x, y, z} (u32) read by the GPU at
+  // `counts` when the dispatch runs — a kernel before it decides how much work follows, eagerly
+  // and at every replay (runtime::pm4_queue::dispatch_indirect; captured: an indirect kernel node).
+  template <class... P>
+    requires std::same_as<K, runtime::pm4_t>
+  [[nodiscard]] detail::dispatch_op<K, P...> dispatch_indirect(const runtime::kernel<P...>& k, gpu_va counts, runtime::block b,
+                                                               const typename runtime::detail::kernel_param<P>::arg_type&... args) const {
+    return detail::dispatch_op<K, P...>(*q_, k, runtime::grid{b.x, b.y, b.z}, b, {args...}, counts);
   }
 
   // Barrier-AND (AQL): later work on this queue waits until every signal is 0.

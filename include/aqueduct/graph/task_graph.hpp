@@ -136,6 +136,7 @@ struct node {
   runtime::block block{};
   std::vector<std::byte> args;          // kernel.kernarg_size bytes: explicit arguments (hidden: at lowering)
   std::vector<std::uint32_t> pointers;  // offsets of pointer arguments in args (for bindings)
+  gpu_va counts{};                      // indirect kernel (PM4): the {x, y, z} workgroup counts the GPU reads; grid unused
   // copy (dst <- src), fill (dst <- value32), timestamp (dst)
   gpu_va dst{}, src{};
   std::uint64_t bytes = 0;
@@ -220,7 +221,7 @@ inline std::string queue_name(const queue_binding& q) {
 
 inline std::string node::describe() const {
   std::string s = to_string(kind);
-  if (kind == node_kind::kernel) s += " '" + kernel.name + "'";
+  if (kind == node_kind::kernel) s += (counts ? " (indirect) '" : " '") + kernel.name + "'";
   if (kind == node_kind::conditional) s += std::string(" ") + to_string(condition);
   if (!label.empty()) s += " \"" + label + "\"";
   if (where.line()) s += " at " + detail::short_file(where);
@@ -261,7 +262,7 @@ inline std::string task_graph::to_dot() const {
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const node& n = nodes_[i];
     std::string text = std::string(to_string(n.kind));
-    if (n.kind == node_kind::kernel) text += " " + n.kernel.name;
+    if (n.kind == node_kind::kernel) text += (n.counts ? " (indirect) " : " ") + n.kernel.name;
     if (n.kind == node_kind::conditional)
       text += std::string(" ") + to_string(n.condition) + " (" + std::to_string(n.bodies.size()) + " bod" +
               (n.bodies.size() == 1 ? "y" : "ies") + ")";

@@ -76,6 +76,20 @@ struct hidden_arg_offsets {
   AQUEDUCT_ALWAYS_INLINE void put(std::byte* slot, std::uint32_t kernarg_size, grid g, block b) const noexcept {
     if (any) put_listed(slot, kernarg_size, g, b);  // (no divisions for a kernel without hidden arguments)
   }
+  // The same for an indirect dispatch, whose grid the GPU reads after the kernargs are written:
+  // group sizes, remainders 0 (PM4 dispatches whole workgroups), grid dims 3 (as the dispatch
+  // packet's setup); the block counts are left for the queue's COPY_DATA (runtime/pm4_queue.hpp).
+  AQUEDUCT_NOINLINE void put_indirect(std::byte* slot, std::uint32_t kernarg_size, block b) const noexcept {
+    const std::uint32_t bs[3] = {b.x, b.y, b.z};
+    const auto at = [&](std::int32_t off, auto v) {
+      if (off >= 0 && std::uint64_t(off) + sizeof v <= kernarg_size) std::memcpy(slot + off, &v, sizeof v);
+    };
+    for (int d = 0; d < 3; ++d) {
+      at(group_size[d], static_cast<std::uint16_t>(bs[d]));
+      at(remainder[d], std::uint16_t{0});
+    }
+    at(grid_dims, std::uint16_t{3});
+  }
   AQUEDUCT_NOINLINE void put_listed(std::byte* slot, std::uint32_t kernarg_size, grid g, block b) const noexcept {
     const std::uint32_t gs[3] = {g.x, g.y, g.z};
     const std::uint32_t bs[3] = {b.x, b.y, b.z};

@@ -283,6 +283,15 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
   void encode_dispatch(command_buffer& out, const untyped_kernel& k, grid g, block b, gpu_va kernarg, gpu_va dispatch_packet) const {
     s_->q->encode_dispatch(out, params_for(k, g, b, kernarg, dispatch_packet));
   }
+  // The same as an indirect dispatch reading its workgroup counts at `counts` (COPY_DATAs into the
+  // hidden block counts, then DISPATCH_INDIRECT; see dispatch_indirect).
+  void encode_dispatch_indirect(command_buffer& out, const untyped_kernel& k, gpu_va counts, block b, gpu_va kernarg,
+                                gpu_va dispatch_packet) const {
+    aqueduct::ring::pm4::dispatch_params p = params_for(k, grid{b.x, b.y, b.z}, b, kernarg, dispatch_packet);
+    p.indirect_counts = counts;
+    for (int d = 0; d < 3; ++d) p.indirect_block_count_at[d] = k.hidden.block_count[d];
+    s_->q->encode_dispatch(out, p);
+  }
   // RELEASE_MEM at end of pipe of the 64-bit `value` to `addr`, then (with a mailbox) the
   // interrupt of KFD event `event_id`.
   void encode_release(command_buffer& out, gpu_va addr, std::uint64_t value, gpu_va event_mailbox = {},
@@ -396,13 +405,15 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
     auto* base = static_cast<std::byte*>(s_->slots.host()) + slot * slot_bytes();
     const std::uint64_t va = s_->slots.va().value + slot * slot_bytes();
     write_kernargs(base);
-    k.hidden.put(base, k.kernarg_size, g, b);
+    if (counts) [[unlikely]]
+      k.hidden.put_indirect(base, k.kernarg_size, b);
+    else
+      k.hidden.put(base, k.kernarg_size, g, b);
     write_dispatch_packet(base + s_->opt.kernarg_bytes, k, counts ? grid{0, 0, 0} : g, b, gpu_va(va));
     aqueduct::ring::pm4::dispatch_params p = params_for(k, g, b, gpu_va(va), gpu_va(va + s_->opt.kernarg_bytes));
     if (counts) [[unlikely]] {
       p.indirect_counts = counts;
       for (int d = 0; d < 3; ++d) p.indirect_block_count_at[d] = k.hidden.block_count[d];
-      put_indirect_grid_dims(base, k);
     }
     if (lane_need != 0) {  // architected flat scratch: base and per-wave size; gfx9: the V# / flat scratch init
       p.scratch_base = gpu_va(s_->scratch.va);
@@ -422,13 +433,6 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
     if (!r) return std::move(r).get_failure();
     s_->submitted.store(seq, std::memory_order_release);
     return pm4_ticket(detail::ticket_key{}, s_.get(), queue_id(), seq);
-  }
-  // hidden_grid_dims of an indirect dispatch: 3, as the dispatch packet's setup says (the counts'
-  // shape is not known when the kernargs are written).
-  static void put_indirect_grid_dims(std::byte* slot, const untyped_kernel& k) noexcept {
-    const std::int32_t at = k.hidden.grid_dims;
-    const std::uint16_t three = 3;
-    if (at >= 0 && std::uint64_t(at) + sizeof three <= k.kernarg_size) std::memcpy(slot + at, &three, sizeof three);
   }
   // An indirect dispatch's packets: encoded each time, not a dispatch template (those patch
   // DISPATCH_DIRECT's dimensions); through a reused per-thread buffer. Called under s_->mu.

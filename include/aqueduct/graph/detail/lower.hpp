@@ -185,6 +185,8 @@ class aql_lowering {
       const std::uint64_t completion = pn.signal != no_index ? v_.signal(pn.signal).value : 0;
       const bool barrier = pn.same_queue_dep || waited || first_barrier;
       first_barrier = false;
+      if (x.kind == node_kind::kernel && x.counts)
+        throw_failure(failure(errc::not_supported, x.describe() + ": an indirect kernel runs on a PM4 queue (DISPATCH_INDIRECT)"));
       if (x.kind == node_kind::kernel && x.enabled) {
         aqueduct::ring::kernel_dispatch d;
         d.kernel_object = x.kernel.object;
@@ -256,7 +258,7 @@ class pm4_lowering {
       if (v_.tracing()) q.encode_timestamp(out_.cmds, v_.stamp(n, 0));
       switch (x.kind) {
         case node_kind::kernel:
-          if (x.enabled) q.encode_dispatch(out_.cmds, x.kernel, x.grid, x.block, v_.kernargs(n), v_.kernargs(n) + byte_count(kernarg_bytes(x)));
+          if (x.enabled) encode_kernel(out_.cmds, x, n, q);
           break;
         case node_kind::signal_record: {
           if (!x.enabled) break;
@@ -287,6 +289,14 @@ class pm4_lowering {
   }
 
   // Bytes of a kernel node's kernarg block (its dispatch packet follows, 64-byte aligned).
+  // A kernel node's dispatch: direct, or (counts set) indirect.
+  void encode_kernel(runtime::command_buffer& out, const node& x, std::uint32_t n, const runtime::pm4_queue& q) const {
+    const gpu_va args = v_.kernargs(n), packet = v_.kernargs(n) + byte_count(kernarg_bytes(x));
+    if (x.counts)
+      q.encode_dispatch_indirect(out, x.kernel, x.counts, x.block, args, packet);
+    else
+      q.encode_dispatch(out, x.kernel, x.grid, x.block, args, packet);
+  }
   [[nodiscard]] static std::uint64_t kernarg_bytes(const node& x) noexcept {
     return (std::uint64_t{x.kernel.kernarg_size} + 63) / 64 * 64;
   }
@@ -326,9 +336,7 @@ class pm4_lowering {
       const node& y = p_.nodes[m];
       if (!y.enabled) continue;
       switch (y.kind) {
-        case node_kind::kernel:
-          q.encode_dispatch(b, y.kernel, y.grid, y.block, v_.kernargs(m), v_.kernargs(m) + byte_count(kernarg_bytes(y)));
-          break;
+        case node_kind::kernel: encode_kernel(b, y, m, q); break;
         case node_kind::timestamp: q.encode_timestamp(b, y.dst); break;
         case node_kind::signal_record: {
           const abi::amd_signal& s = *y.signal.get();

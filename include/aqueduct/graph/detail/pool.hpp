@@ -115,6 +115,7 @@ void rewrite_addresses(node& x, F&& f) {
       v = f(v);
       std::memcpy(x.args.data() + off, &v, 8);
     }
+    if (x.counts) x.counts.value = f(x.counts.value);
   } else if (x.kind == node_kind::copy || x.kind == node_kind::fill || x.kind == node_kind::timestamp ||
              x.kind == node_kind::conditional) {
     x.dst.value = f(x.dst.value);
@@ -130,6 +131,7 @@ void visit_addresses(const node& x, F&& f) {
       std::memcpy(&v, x.args.data() + off, 8);
       f(v);
     }
+    if (x.counts) f(x.counts.value);
   } else if (x.kind == node_kind::copy || x.kind == node_kind::fill || x.kind == node_kind::timestamp ||
              x.kind == node_kind::conditional) {
     f(x.dst.value);
