@@ -84,6 +84,9 @@ struct aql_processor_options {
   std::uint64_t inline_max_workgroups = 1;  // dispatches this small run on the processor thread
   std::size_t max_inflight = 16;   // packets launched but not retired
   std::uint32_t max_lds_bytes = 64 * 1024;
+  // Wave-instructions one dispatch of machine code may execute before it ends with a
+  // shader_exception ("instruction budget exhausted"): a spinning kernel cannot hang the queue.
+  std::int64_t instruction_budget = dispatch_plan::default_budget;
   std::chrono::microseconds idle_poll{2000};         // re-check the ring without a doorbell
   // After the ring runs dry, poll the next header this long before sleeping (a CP polls too):
   // packets that follow closely are taken without a sleep, and their doorbells wake nobody.
@@ -462,6 +465,7 @@ class aql_processor : public queue_wakeup {
       fail(r.fault, launch_, snap, r.address, r.why);
       return false;
     }
+    job->d.plan.budget->store(opt_.instruction_budget, std::memory_order_relaxed);
     inflight* e = push_inflight(snap, h);
     e->job = job;
     if (job->d.profiling && p.completion_signal != 0)

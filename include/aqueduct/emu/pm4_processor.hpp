@@ -75,6 +75,8 @@ struct pm4_queue_binding : compute_queue_binding {
 struct pm4_processor_options {
   preemption_options preemption{};                    // stress knobs (detail/cwsr_preemptor.hpp)
   std::uint32_t max_lds_bytes = 64 * 1024;
+  // Wave-instructions one dispatch of machine code may execute (see aql_processor_options).
+  std::int64_t instruction_budget = dispatch_plan::default_budget;
   unsigned max_ib_depth = 2;                          // IB inside IB allowed, not deeper
   std::chrono::microseconds idle_poll{2000};          // re-read the write pointer without a doorbell
   std::chrono::microseconds wait_poll{20};            // WAIT_REG_MEM re-poll
@@ -528,6 +530,7 @@ class pm4_processor : public queue_wakeup {
   step dispatch(const detail::dispatch_direct_fields& dd, std::span<const std::uint32_t> p, bool in_ib) {
     auto planned = detail::plan_pm4_dispatch(dd, sh_, target_, vm_, registry_);
     if (!planned) return refuse(planned.why(), p, in_ib);
+    planned->plan.budget->store(opt_.instruction_budget, std::memory_order_relaxed);
     running_dispatch run{*planned, dispatches_.fetch_add(1, std::memory_order_acq_rel) + 1, 0};
     {
       std::lock_guard lock(mu_);

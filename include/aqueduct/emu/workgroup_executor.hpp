@@ -54,9 +54,13 @@ struct dispatch_plan {
   std::shared_ptr<const host_kernel_fn> fn;  // the host kernel to call once per workgroup, or null:
   std::uint64_t code_entry = 0;               // machine code at this GPU address (emu/isa/)
   std::uint64_t serial = next_serial();       // tells executors their decoded-code cache is stale
-  // Wave-instructions the whole dispatch may execute (a spinning kernel ends with a fault).
+  // Wave-instructions the whole dispatch may execute (a spinning kernel ends with a fault): the
+  // processor's `instruction_budget` option (aql_processor_options, pm4_processor_options).
   std::shared_ptr<std::atomic<std::int64_t>> budget = std::make_shared<std::atomic<std::int64_t>>(default_budget);
-  static constexpr std::int64_t default_budget = std::int64_t(1) << 34;
+  // 2^30: 70-130 s of one core's time at the interpreter's measured 8-15 M wave-instructions per
+  // second (docs/isa.md "Speed") — a spinning kernel ends in about the time amdgpu gives a compute
+  // job before it resets the GPU (amdgpu.lockup_timeout: 60 s for compute).
+  static constexpr std::int64_t default_budget = std::int64_t(1) << 30;
   // PM4: COMPUTE_USER_DATA_0..n-1 replace the user SGPRs the descriptor would give.
   std::array<std::uint32_t, 16> user_data{};
   unsigned user_data_count = 0;

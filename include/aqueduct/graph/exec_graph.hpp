@@ -227,10 +227,12 @@ inline void exec_graph::write_kernargs(std::uint32_t n, std::uint32_t slot) noex
   const detail::agent_memory& a = s_->agents[s_->node_agent[n]];
   auto* base = static_cast<std::byte*>(a.kernargs.host()) + a.slot_bytes * slot + s_->kernarg_offset[n];
   std::memcpy(base, x.args.data(), x.args.size());
+  // hidden_queue_ptr: the AQL queue's amd_queue; a PM4 queue has none (null, as a PM4 dispatch).
+  const std::uint64_t amdq = x.queue.type == queue_type::aql ? static_cast<runtime::queue*>(x.queue.queue)->amd_queue_address().value : 0;
   if (x.counts)  // indirect: the GPU copies the counts into the hidden block counts
     x.kernel.hidden.put_indirect(base, x.kernel.kernarg_size, x.block);
   else
-    x.kernel.hidden.put(base, x.kernel.kernarg_size, x.grid, x.block);
+    x.kernel.hidden.put(base, x.kernel.kernarg_size, x.grid, x.block, runtime::hidden_values{amdq, 0});
   if (x.queue.type == queue_type::pm4) {  // the dispatch packet a PM4 dispatch points the kernel at
     abi::kernel_dispatch_packet pkt{};
     pkt.setup = 3;

@@ -220,6 +220,7 @@ class agent {
   AQUEDUCT_TRY(st->res, k::queue_resources<detail::file_type>::try_create(
                             a.sys->ref(), *a.node, *doorbells, ko, [&](k::buffer_ref ring, k::buffer_ref ptrs) {
                               st->desc = ptrs.as<abi::amd_queue>();
+                              st->desc_va = ptrs.va.value;
                               // Claims are bounded by completion, not by the read index: a slot's
                               // kernargs and signal are reused only after its packet completed.
                               aqueduct::ring::aql_queue_memory m{st->desc, ring.as<abi::aql_slot>(), ring_slots};

@@ -44,45 +44,66 @@ struct block {
   std::uint16_t x = 1, y = 1, z = 1;
 };
 
+// The per-queue and per-dispatch values of the hidden arguments that are not the geometry.
+struct hidden_values {
+  std::uint64_t queue_ptr = 0;           // hidden_queue_ptr: the AQL queue's amd_queue (0 on PM4)
+  std::uint32_t dynamic_lds_bytes = 0;   // hidden_dynamic_lds_size
+};
+
 // Where a kernel wants the hidden arguments the runtime fills (code object v5 metadata value
 // kinds; -1: not listed), found once when the kernel is looked up. Filled at each dispatch as
-// ROCr/CLR fill them (AMDGPUUsage "Code Object V5 Metadata"): block count = full workgroups,
-// group size = the workgroup size, remainder = work-items of the partial last workgroup, grid
-// dims = dimensions.
+// CLR fills them (AMDGPUUsage "Code Object V5 Metadata"; ROCm/clr rocclr/device/rocm/
+// rocvirtual.cpp, VirtualGPU::submitKernelInternal): block count = full workgroups, group size =
+// the workgroup size, remainder = work-items of the partial last workgroup, grid dims =
+// dimensions, global offsets 0 (there is no grid offset here), the queue pointer = the AQL
+// queue's amd_queue (hsa_queue_t), the dynamic LDS size = dispatch_options::dynamic_lds_bytes.
+// Every other byte of the hidden area is zeroed, so nothing an earlier dispatch left in the
+// kernarg slot is read: the pointers CLR leaves null outside their features (printf/hostcall
+// buffers, multigrid sync, default queue, completion action) are null, and so is
+// hidden_heap_v1 — CLR points it at a device-malloc heap it initialises for the device
+// library's allocator; aqueduct has no device malloc (docs/isa.md).
 struct hidden_arg_offsets {
   std::int32_t block_count[3] = {-1, -1, -1};  // u32
   std::int32_t group_size[3] = {-1, -1, -1};   // u16
   std::int32_t remainder[3] = {-1, -1, -1};    // u16
   std::int32_t grid_dims = -1;                 // u16
-  bool any = false;                            // at least one of the above is listed
+  std::int32_t queue_ptr = -1;                 // u64
+  std::int32_t dynamic_lds_size = -1;          // u32
+  std::int32_t begin = -1;                     // the first hidden byte (the area zeroed)
+  bool any = false;                            // at least one hidden argument is listed
   [[nodiscard]] static hidden_arg_offsets of(std::span<const code::kernel_arg> args) {
     hidden_arg_offsets h;
     static constexpr const char* xyz[3] = {"_x", "_y", "_z"};
     for (const auto& a : args) {
       if (!a.hidden()) continue;
       const auto off = static_cast<std::int32_t>(a.offset);
+      if (h.begin < 0 || off < h.begin) h.begin = off;
       for (int d = 0; d < 3; ++d) {
         if (a.value_kind == std::string("hidden_block_count") + xyz[d]) h.block_count[d] = off;
         if (a.value_kind == std::string("hidden_group_size") + xyz[d]) h.group_size[d] = off;
         if (a.value_kind == std::string("hidden_remainder") + xyz[d]) h.remainder[d] = off;
       }
       if (a.value_kind == "hidden_grid_dims") h.grid_dims = off;
+      if (a.value_kind == "hidden_queue_ptr") h.queue_ptr = off;
+      if (a.value_kind == "hidden_dynamic_lds_size") h.dynamic_lds_size = off;
     }
-    for (int d = 0; d < 3; ++d) h.any = h.any || h.block_count[d] >= 0 || h.group_size[d] >= 0 || h.remainder[d] >= 0;
-    h.any = h.any || h.grid_dims >= 0;
+    h.any = h.begin >= 0;
     return h;
   }
   // Writes them into a kernarg slot of `kernarg_size` bytes for grid `g` in blocks of `b`.
-  AQUEDUCT_ALWAYS_INLINE void put(std::byte* slot, std::uint32_t kernarg_size, grid g, block b) const noexcept {
-    if (any) put_listed(slot, kernarg_size, g, b);  // (no divisions for a kernel without hidden arguments)
+  AQUEDUCT_ALWAYS_INLINE void put(std::byte* slot, std::uint32_t kernarg_size, grid g, block b, hidden_values v = {}) const noexcept {
+    if (any) put_listed(slot, kernarg_size, g, b, v);  // (no divisions for a kernel without hidden arguments)
   }
-  // The same for an indirect dispatch, whose grid the GPU reads after the kernargs are written:
-  // group sizes, remainders 0 (PM4 dispatches whole workgroups), grid dims 3 (as the dispatch
-  // packet's setup); the block counts are left for the queue's COPY_DATA (runtime/pm4_queue.hpp).
+  // The same for an indirect dispatch (PM4 only: no queue pointer, no dynamic LDS), whose grid the
+  // GPU reads after the kernargs are written: the hidden area zeroed, group sizes, remainders 0
+  // (PM4 dispatches whole workgroups), grid dims 3 (as the dispatch packet's setup); the block
+  // counts are left for the queue's COPY_DATA (runtime/pm4_queue.hpp).
   AQUEDUCT_NOINLINE void put_indirect(std::byte* slot, std::uint32_t kernarg_size, block b) const noexcept {
+    if (!any) return;
+    if (std::uint32_t(begin) < kernarg_size) std::memset(slot + begin, 0, kernarg_size - std::uint32_t(begin));
     const std::uint32_t bs[3] = {b.x, b.y, b.z};
-    const auto at = [&](std::int32_t off, auto v) {
-      if (off >= 0 && std::uint64_t(off) + sizeof v <= kernarg_size) std::memcpy(slot + off, &v, sizeof v);
+    const auto at = [&](std::int32_t off, auto val) {
+      if (off >= 0 && std::uint64_t(off) + sizeof val <= kernarg_size) std::memcpy(slot + off, &val, sizeof val);
     };
     for (int d = 0; d < 3; ++d) {
       at(group_size[d], static_cast<std::uint16_t>(bs[d]));
@@ -90,11 +111,12 @@ struct hidden_arg_offsets {
     }
     at(grid_dims, std::uint16_t{3});
   }
-  AQUEDUCT_NOINLINE void put_listed(std::byte* slot, std::uint32_t kernarg_size, grid g, block b) const noexcept {
+  AQUEDUCT_NOINLINE void put_listed(std::byte* slot, std::uint32_t kernarg_size, grid g, block b, hidden_values v) const noexcept {
+    if (std::uint32_t(begin) < kernarg_size) std::memset(slot + begin, 0, kernarg_size - std::uint32_t(begin));
     const std::uint32_t gs[3] = {g.x, g.y, g.z};
     const std::uint32_t bs[3] = {b.x, b.y, b.z};
-    const auto at = [&](std::int32_t off, auto v) {
-      if (off >= 0 && std::uint64_t(off) + sizeof v <= kernarg_size) std::memcpy(slot + off, &v, sizeof v);
+    const auto at = [&](std::int32_t off, auto val) {
+      if (off >= 0 && std::uint64_t(off) + sizeof val <= kernarg_size) std::memcpy(slot + off, &val, sizeof val);
     };
     for (int d = 0; d < 3; ++d) {
       at(block_count[d], static_cast<std::uint32_t>(gs[d] / bs[d]));
@@ -102,6 +124,8 @@ struct hidden_arg_offsets {
       at(remainder[d], static_cast<std::uint16_t>(gs[d] % bs[d]));
     }
     at(grid_dims, static_cast<std::uint16_t>(g.z > 1 ? 3 : g.y > 1 ? 2 : 1));
+    at(queue_ptr, v.queue_ptr);
+    at(dynamic_lds_size, v.dynamic_lds_bytes);
   }
 };
 

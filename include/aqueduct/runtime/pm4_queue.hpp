@@ -408,7 +408,7 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
     if (counts) [[unlikely]]
       k.hidden.put_indirect(base, k.kernarg_size, b);
     else
-      k.hidden.put(base, k.kernarg_size, g, b);
+      k.hidden.put(base, k.kernarg_size, g, b, hidden_values{});  // no amd_queue (hidden_queue_ptr null), no dynamic LDS
     write_dispatch_packet(base + s_->opt.kernarg_bytes, k, counts ? grid{0, 0, 0} : g, b, gpu_va(va));
     aqueduct::ring::pm4::dispatch_params p = params_for(k, g, b, gpu_va(va), gpu_va(va + s_->opt.kernarg_bytes));
     if (counts) [[unlikely]] {

@@ -128,6 +128,7 @@ struct queue_state {
   kfd::buffer<file_type> signal_memory;  // one abi::amd_signal per ring slot
   kfd::event<file_type> event;
   abi::amd_queue* desc = nullptr;
+  std::uint64_t desc_va = 0;        // its GPU address (hidden_queue_ptr)
   abi::amd_signal* wake = nullptr;  // with the event's mailbox: only on the packets arm_wake() posts
   aql_slot_signals slots;           // which packets completed (detail/aql_slots.hpp)
   std::optional<aqueduct::ring::aql_queue_mp<queue_doorbell>> aql;
@@ -274,7 +275,7 @@ class queue : public detail::queue_waits<queue, aql_t> {
     if (AQUEDUCT_UNLIKELY(!s_ || l.serial_ != s_->serial || ((g.x == 0) | (g.y == 0) | (g.z == 0)) ||
                           (l.loaded_ && !l.loaded_->load(std::memory_order_acquire))))
       return launch_error(l.serial_, l.name_, l.loaded_ != nullptr, g, l.b_);
-    return submit_launch(l.words_, l.hidden_, l.kernarg_size_, g, l.b_, sync::infinite, [&](std::byte* slot) {
+    return submit_launch(l.words_, l.hidden_, l.kernarg_size_, g, l.b_, 0, sync::infinite, [&](std::byte* slot) {
       detail::put_typed_kernargs<P...>(slot, std::index_sequence_for<P...>{}, args...);
     });
   }
@@ -369,6 +370,9 @@ class queue : public detail::queue_waits<queue, aql_t> {
   [[nodiscard]] std::uint64_t read_index() const noexcept { return s_->aql->read_index(); }
   [[nodiscard]] std::uint64_t write_index() const noexcept { return s_->aql->write_index(); }
   [[nodiscard]] std::uint32_t queue_id() const noexcept { return s_->res.queue_id(); }
+  // The GPU address of the queue's amd_queue (an hsa_queue_t first): what a kernel's
+  // hidden_queue_ptr (__builtin_amdgcn_queue_ptr) holds.
+  [[nodiscard]] gpu_va amd_queue_address() const noexcept { return gpu_va{s_->desc_va}; }
   [[nodiscard]] arch::family family() const noexcept { return s_->fam; }
   [[nodiscard]] const std::string& target_name() const noexcept { return s_->target_name; }
   // Run by an in-process device (it gave the queue a port), i.e. the emulator.
@@ -455,7 +459,7 @@ class queue : public detail::queue_waits<queue, aql_t> {
     if (AQUEDUCT_UNLIKELY(k.private_segment_size > s_->scratch.lane_bytes.load(std::memory_order_acquire)))
       AQUEDUCT_TRY_VOID(detail::try_grow_scratch(s_->scratch, *s_->agent, k.private_segment_size, s_->desc));
     if (AQUEDUCT_UNLIKELY(static_cast<bool>(o.completion_signal))) return submit_signalled(o, k, g, b, write_kernargs);
-    return submit_launch(launch_of(o, k, b), k.hidden, k.kernarg_size, g, b, o.timeout, write_kernargs);
+    return submit_launch(launch_of(o, k, b), k.hidden, k.kernarg_size, g, b, o.dynamic_lds_bytes, o.timeout, write_kernargs);
   }
   // What submit_launch writes into the claimed slot (a named functor with an always-inlined call,
   // not a lambda: GCC -O2 left the lambda out of line, its closure then lived in memory and every
@@ -469,6 +473,7 @@ class queue : public detail::queue_waits<queue, aql_t> {
     std::uint32_t kernarg_size;
     grid g;
     block b;
+    std::uint32_t dynamic_lds;
     AQUEDUCT_ALWAYS_INLINE std::uint32_t operator()(std::uint64_t index, abi::aql_slot& slot) const {
       // Everything read before the first store through a byte pointer, which may alias it (the
       // compiler would reload each value after it).
@@ -479,7 +484,7 @@ class queue : public detail::queue_waits<queue, aql_t> {
       const std::uint64_t signal = st.slots.handle(index);
       const bool hidden = h.any;
       write_kernargs(ka);
-      if (hidden) h.put_listed(ka, kernarg_size, g, b);
+      if (hidden) h.put_listed(ka, kernarg_size, g, b, hidden_values{st.desc_va, dynamic_lds});
       detail::aql_slot_signals::arm_handle(signal, index);
       return w.write(slot, g.x, g.y, g.z, ka_va, signal);
     }
@@ -492,9 +497,10 @@ class queue : public detail::queue_waits<queue, aql_t> {
   template <class Write>
   AQUEDUCT_ALWAYS_INLINE result<aql_ticket> submit_launch(const aqueduct::ring::aql_dispatch_template& l,
                                                           const hidden_arg_offsets& h, std::uint32_t kernarg_size, grid g,
-                                                          block b, sync::nanoseconds timeout, Write&& write_kernargs) {
+                                                          block b, std::uint32_t dynamic_lds, sync::nanoseconds timeout,
+                                                          Write&& write_kernargs) {
     detail::queue_state& st = *s_;
-    const in_place_dispatch<std::remove_reference_t<Write>> fill{l, h, st, write_kernargs, kernarg_size, g, b};
+    const in_place_dispatch<std::remove_reference_t<Write>> fill{l, h, st, write_kernargs, kernarg_size, g, b, dynamic_lds};
     std::uint64_t index = 0;
     if (AQUEDUCT_LIKELY(st.aql->try_submit_in_place(fill, index))) return ticket_for(index);
     const auto deadline = sync::deadline_after(timeout);
@@ -526,7 +532,7 @@ class queue : public detail::queue_waits<queue, aql_t> {
     auto& r = *rr;
     const std::uint64_t index = r.index(0);
     write_kernargs(kernarg_slot(index));
-    k.hidden.put(kernarg_slot(index), k.kernarg_size, g, b);
+    k.hidden.put(kernarg_slot(index), k.kernarg_size, g, b, hidden_values{s_->desc_va, o.dynamic_lds_bytes});
     s_->slots.arm(index);
     r.write(0, launch_of(o, k, b).packet(g.x, g.y, g.z, gpu_va(kernarg_va(index)).value, s_->slots.handle(index)));
     aqueduct::ring::barrier_and signal;

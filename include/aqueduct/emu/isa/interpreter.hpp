@@ -147,8 +147,14 @@ class interpreter final : public runner {
         }
         progressed = true;
         const std::int64_t ran = run_wave(w, 4096);
-        if (budget.fetch_sub(ran, std::memory_order_relaxed) - ran < 0)
-          throw isa_fault{w.pc, "instruction budget exhausted (a spinning or very long kernel)"};
+        if (budget.fetch_sub(ran, std::memory_order_relaxed) - ran < 0) {
+          char b[200];
+          std::snprintf(b, sizeof b,
+                        "instruction budget exhausted at pc 0x%llx (a spinning or very long kernel; the emulator's "
+                        "aql/pm4 processor option instruction_budget sets it)",
+                        static_cast<unsigned long long>(w.pc));
+          throw isa_fault{w.pc, b};
+        }
       }
       if (!any_running) return;
       if (!progressed) {  // every live wave waits for a barrier no other wave will signal

@@ -332,3 +332,41 @@ K void mfma(float* io) {
   io[l] = c[0] + c[1] + c[2] + c[3];
 }
 #endif
+// The hidden (implicit) kernel arguments as the kernel reads them: the 256 bytes at
+// __builtin_amdgcn_implicitarg_ptr() (code object v5: clang-19 then lists every hidden argument
+// a HIP kernel may use, hidden_queue_ptr included), and two fields of the hsa_queue_t the hidden
+// queue pointer points at (size at byte 24, features at byte 4; null on a PM4 queue).
+K void implicit(unsigned* out) {
+  const unsigned i = gid();
+  if (__builtin_amdgcn_workgroup_id_y() != 0 || __builtin_amdgcn_workitem_id_y() != 0) return;
+  const unsigned* ia = (const unsigned*)__builtin_amdgcn_implicitarg_ptr();
+  if (i < 64) out[i] = ia[i];
+  if (i == 0) {
+    const unsigned* q = *(const unsigned* const*)(ia + 50);
+    out[64] = q ? q[6] : 0xFFFFFFFFu;
+    out[65] = q ? q[1] : 0xFFFFFFFFu;
+  }
+}
+// Dynamic LDS (HIP's extern __shared__, sized by the dispatch): every word written and read back
+// reversed across the workgroup, and the kernel's hidden_dynamic_lds_size (implicit byte 120).
+extern __attribute__((shared)) unsigned dynlds_words[];
+K void dynlds(unsigned* out, unsigned* lds_size, unsigned words) {
+  const unsigned t = __builtin_amdgcn_workitem_id_x(), gs = __builtin_amdgcn_workgroup_size_x();
+  for (unsigned k = t; k < words; k += gs) dynlds_words[k] = k * 3u + 1u;
+  __builtin_amdgcn_s_barrier();
+  unsigned s = 0;
+  for (unsigned k = t; k < words; k += gs) s += dynlds_words[words - 1 - k] * (k + 1u);
+  out[__builtin_amdgcn_workgroup_id_x() * gs + t] = s;
+  if (t == 0) lds_size[__builtin_amdgcn_workgroup_id_x()] = ((const unsigned*)__builtin_amdgcn_implicitarg_ptr())[30];
+}
+// Spins until *flag is set, which nothing does: the per-dispatch instruction budget must end it.
+K void spin(const volatile unsigned* flag, unsigned* out) {
+  while (*flag == 0) {}
+  out[gid()] = 1;
+}
+// A word llvm-mc-19 does not decode on any of the four targets ("invalid instruction encoding"
+// for 0xBE80FF80: SOP1 opcode 0xFF): the dispatch must end naming it illegal, with its PC.
+K void illegal(unsigned* out) {
+  out[gid()] = 1;
+  asm volatile(".long 0xBE80FF80");
+}
