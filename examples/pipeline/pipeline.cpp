@@ -9,8 +9,12 @@
 // device. It is replayed --replays times (10,000 by default) with new arguments each time (p, q, r,
 // s, t), every result verified against the host's arithmetic. Writes pipeline.dot (Graphviz) and
 // pipeline.trace.json (Chrome trace / Perfetto: the eager run's submits and operations, then the
-// last replay's host launch and device nodes).
-// Usage: pipeline [--replays N] [--n N] [--dir PATH]
+// last replay's host launch and device nodes). The kernels are host functions; with --gfx they are
+// clang-built machine code (pipeline.hip, built by clang-19: pipeline-<gfx>.co next to the build)
+// run by the emulator's ISA interpreter, so every replay re-writes real kernargs and hidden
+// arguments.
+// Usage: pipeline [--replays N] [--n N] [--dir PATH] [--gfx]
+#include <aqueduct/emu/isa.hpp>  // machine code on the emulated device (--gfx)
 #include <aqueduct/graph.hpp>
 #include <aqueduct/runtime.hpp>
 #include <aqueduct/runtime/copy.hpp>
@@ -22,6 +26,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
@@ -81,21 +86,44 @@ struct params {
 int main(int argc, char** argv) {
   std::uint32_t replays = 10'000, n = 4096;
   std::string dir = ".";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--replays")) replays = static_cast<std::uint32_t>(std::atoi(argv[i + 1]));
-    else if (!std::strcmp(argv[i], "--n")) n = static_cast<std::uint32_t>(std::atoi(argv[i + 1]));
-    else if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
+  bool gfx = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--gfx")) gfx = true;
+    else if (i + 1 < argc && !std::strcmp(argv[i], "--replays")) replays = static_cast<std::uint32_t>(std::atoi(argv[++i]));
+    else if (i + 1 < argc && !std::strcmp(argv[i], "--n")) n = static_cast<std::uint32_t>(std::atoi(argv[++i]));
+    else if (i + 1 < argc && !std::strcmp(argv[i], "--dir")) dir = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: pipeline [--replays N] [--n N] [--dir PATH] [--gfx]\n");
+      return 2;
+    }
   }
   auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = "2*rx7900xtx"});
   const rt::agent g0 = sys.agents()[0], g1 = sys.agents()[1];
-  auto exe0 = aq::emu::load(g0, code()), exe1 = aq::emu::load(g1, code());
+  // --gfx: the machine code for each agent's processor (a code object is loaded once per GPU).
+  std::vector<std::byte> bytes;
+  if (gfx) {
+    const std::string path = std::string(AQUEDUCT_PIPELINE_GFX_DIR) + "/pipeline-" + g0.gfx_name() + ".co";
+    std::ifstream f(path, std::ios::binary);
+    if (!f) {
+      std::fprintf(stderr, "pipeline: no machine code for %s: %s (PIPELINE_GFX_TARGETS, examples/pipeline/CMakeLists.txt)\n",
+                   g0.gfx_name().c_str(), path.c_str());
+      return 1;
+    }
+    for (char ch; f.get(ch);) bytes.push_back(static_cast<std::byte>(ch));
+    std::printf("code: %s (machine code for %s, run by the ISA interpreter)\n", path.c_str(), g0.gfx_name().c_str());
+  }
+  auto load = [&](const rt::agent& a) { return gfx ? a.load(std::span<const std::byte>(bytes)) : aq::emu::load(a, code()); };
+  auto exe0 = load(g0), exe1 = load(g1);
   const auto axpb0 = exe0.get_kernel<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t, std::uint32_t>("axpb");
   const auto sum0 = exe0.get_kernel<std::uint32_t*, const std::uint32_t*, const std::uint32_t*, std::uint32_t>("sum");
   const auto add1 = exe1.get_kernel<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t>("add");
-  auto aql0 = g0.make_queue(aq::aql), aql0b = g0.make_queue(aq::aql);
-  auto pm40 = g0.make_queue(aq::pm4);
+  // Kernarg slots for clang's kernels too (explicit arguments + 256 bytes of hidden ones).
+  auto aql0 = g0.make_queue(aq::aql, {.kernarg_bytes = 512}), aql0b = g0.make_queue(aq::aql, {.kernarg_bytes = 512});
+  rt::pm4_queue_options po;
+  po.kernarg_bytes = 512;
+  auto pm40 = g0.make_queue(aq::pm4, po);
   auto sdma0 = g0.make_queue(aq::sdma), sdma1 = g1.make_queue(aq::sdma);
-  auto aql1 = g1.make_queue(aq::aql);
+  auto aql1 = g1.make_queue(aq::aql, {.kernarg_bytes = 512});
   const auto host = rt::memory_kind::host, dev = rt::memory_kind::device;
   auto in = g0.alloc<std::uint32_t>(n, host), out = g1.alloc<std::uint32_t>(n, host);
   auto a = g0.alloc<std::uint32_t>(n, dev), b = g0.alloc<std::uint32_t>(n, dev), c = g0.alloc<std::uint32_t>(n, dev),

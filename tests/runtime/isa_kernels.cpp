@@ -156,6 +156,18 @@ digests run_corpus(const rt::agent& gpu, const std::string& path, bool pm4 = fal
       out_digest["atomics"] = sum[0];
     }
     {
+      // LDS through a generic pointer (the shared aperture): s[t] = in[i]; partner t ^ 1 makes
+      // s[t] = s[t] * 3 + t through flat_load/flat_store. The partial last workgroup has 40
+      // work-items, an even count, so every partner of an element below n runs.
+      auto in = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
+      for (std::uint32_t i = 0; i < n; ++i) in[i] = i * 2246822519u + 5, out[i] = 0;
+      run("flatlds", rt::grid{n}, rt::block{64}, in, out, n);
+      int bad = 0;
+      for (std::uint32_t i = 0; i < n; ++i) bad += out[i] != in[i] * 3u + (i & 63u);
+      CHECK(bad == 0);
+      out_digest["flatlds"] = digest(out.data(), n);
+    }
+    {
       auto in = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host), out = gpu.alloc<std::uint32_t>(n, rt::memory_kind::host);
       for (std::uint32_t i = 0; i < n; ++i) in[i] = i * 0x9E3779B9u + 1;
       run("hash", rt::grid{n}, rt::block{64}, in, out, n);

@@ -370,3 +370,15 @@ K void illegal(unsigned* out) {
   out[gid()] = 1;
   asm volatile(".long 0xBE80FF80");
 }
+// LDS through a generic (flat) pointer: the callee is not inlined, so it gets a flat address in
+// the shared aperture (src_shared_base) and accesses LDS with flat_load/flat_store.
+__attribute__((noinline, device)) void flat_bump(unsigned* p, unsigned v) { *p = *p * 3u + v; }
+K void flatlds(const unsigned* in, unsigned* out, unsigned n) {
+  __attribute__((shared)) unsigned s[64];
+  const unsigned t = __builtin_amdgcn_workitem_id_x(), i = gid();
+  s[t] = i < n ? in[i] : 0u;
+  __builtin_amdgcn_s_barrier();
+  flat_bump(&s[t ^ 1u], t ^ 1u);  // each word by its pair partner
+  __builtin_amdgcn_s_barrier();
+  if (i < n) out[i] = s[t];
+}
