@@ -288,11 +288,14 @@ TEST_CASE("eager, traced: each operation's submit is a host span and its executi
   CHECK(contains(runs[1].name, "SDMA copy"));
   CHECK(contains(runs[2].name, "dispatch of kernel 'add'"));
   CHECK(contains(runs[3].name, "dispatch of kernel 'add'"));
-  // The AQL kernel's span comes from its completion signal (the emulated processor stamps it with
-  // the host's steady clock); PM4 and SDMA operations carry no stamps: the host's view.
+  // Every span from the device's own clock: the AQL kernel's from its completion signal, the SDMA
+  // copy's and the PM4 dispatches' from timestamps written around them on their queue (the
+  // emulated engines stamp with the host's steady clock; PM4 in 10 ns ticks of the 100 MHz GPU
+  // clock counter, so its times are up to 10 ns early).
   CHECK(runs[0].args == "\"clock\":\"device\"");
-  CHECK(runs[1].args == "\"clock\":\"host\"");
-  CHECK(runs[2].args == "\"clock\":\"host\"");
+  CHECK(runs[1].args == "\"clock\":\"device\"");
+  CHECK(runs[2].args == "\"clock\":\"device\"");
+  CHECK(runs[3].args == "\"clock\":\"device\"");
   CHECK(runs[0].category == "kernel");  // as a replay's spans: the node kind
   CHECK(runs[1].category == "copy");
   CHECK(runs[0].pid == r.gpu.gpu_id());
@@ -302,10 +305,11 @@ TEST_CASE("eager, traced: each operation's submit is a host span and its executi
   CHECK(runs[3].tid == r.pm4.queue_id() + 1);
   for (std::size_t i = 0; i < runs.size(); ++i) {
     INFO(runs[i].name);
-    CHECK(runs[i].flow == submits[i].flow);          // joined to its own submit
-    CHECK(runs[i].start_ns >= submits[i].start_ns);  // ran after it was submitted
+    CHECK(runs[i].flow == submits[i].flow);               // joined to its own submit
+    CHECK(runs[i].start_ns + 10 >= submits[i].start_ns);  // ran after it was submitted
     CHECK(runs[i].end_ns >= runs[i].start_ns);
-    if (i) CHECK(runs[i].start_ns >= runs[i - 1].end_ns);  // each awaited before the next was submitted
+    CHECK(runs[i].end_ns <= host_fns[0].start_ns);        // the host saw it done after it ended
+    if (i) CHECK(runs[i].start_ns + 10 >= runs[i - 1].end_ns);  // each awaited before the next was submitted
   }
   CHECK(host_fns[0].start_ns >= runs[3].end_ns);
   const std::string json = tr.to_json();

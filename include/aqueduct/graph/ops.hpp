@@ -151,6 +151,8 @@ class ticket_awaiter {
     if constexpr (std::same_as<K, runtime::aql_t>)  // a dispatch's stamps (a barrier's stay 0: host clock)
       device = !failed && signal_stamps(*reinterpret_cast<const abi::amd_signal*>(s_->slots.handle(value_)),
                                         runtime::detail::aql_slot_signals::complete_value(value_), b, e);
+    else  // PM4 / SDMA: the timestamps around it
+      device = !failed && traced_->stamped(b, e);
     traced_finish(*traced_, b, e, device, failed);
   }
 };
@@ -195,20 +197,51 @@ class queue_op {
 
  private:
   static std::string describe_op(const void* op) { return static_cast<const Derived*>(op)->describe(); }
-  // Eager, traced: the submit timed as a host span; the awaiter adds the execution span.
+  // Eager, traced: the submit timed as a host span; the awaiter adds the execution span. A PM4
+  // or SDMA operation is bracketed by two timestamps on its queue (eager_trace.hpp), and the
+  // awaiter waits for the second.
   ticket_awaiter<K> lower_traced(context& c, std::source_location loc) {
     Derived& self = static_cast<Derived&>(*this);
     auto& q = self.queue();
     if constexpr (std::same_as<K, runtime::aql_t>) enable_profiling(*q.aql().descriptor());
+    runtime::buffer<std::uint64_t> stamps;
+    if constexpr (!std::same_as<K, runtime::aql_t>)
+      if (auto m = runtime::agent(q.agent_state()).template try_alloc<std::uint64_t>(2, runtime::memory_kind::host)) {
+        stamps = std::move(*m);
+        stamps.data()[0] = stamps.data()[1] = 0;
+      }
     const std::uint64_t t0 = trace_now_ns();
+    if constexpr (!std::same_as<K, runtime::aql_t>)
+      if (stamps && !stamp(q, stamps.va())) stamps = {};
     auto t = self.submit();
-    const std::uint64_t t1 = trace_now_ns();
     if (AQUEDUCT_UNLIKELY(!t)) throw_failure(located(t.get_failure(), self.describe(), loc));
-    ticket_awaiter<K> a(*t, c, loc, &describe_op, this);
+    runtime::ticket<K> last = *t;
+    if constexpr (!std::same_as<K, runtime::aql_t>)
+      if (stamps) {
+        if (auto e = stamp(q, stamps.va() + byte_count(8))) last = *e;
+        else stamps = {};
+      }
+    const std::uint64_t t1 = trace_now_ns();
+    ticket_awaiter<K> a(last, c, loc, &describe_op, this);
     const queue_binding b = binding_of(q);
-    a.trace_into(std::make_unique<traced_op>(
-        traced_submit(*c.tr, self.describe() + " at " + where(loc), self.category(), t0, t1, b.gpu_id, b.queue_id, queue_name(b))));
+    auto op = std::make_unique<traced_op>(
+        traced_submit(*c.tr, self.describe() + " at " + where(loc), self.category(), t0, t1, b.gpu_id, b.queue_id, queue_name(b)));
+    op->stamps = std::move(stamps);
+    op->ns_per_tick = std::same_as<K, runtime::pm4_t> ? 10 : 1;  // PM4: 100 MHz GPU clock counter ticks
+    a.trace_into(std::move(op));
     return a;
+  }
+  // One timestamp command on a PM4 or SDMA queue (tracing): its ticket, or a failure.
+  template <class Q>
+  static auto stamp(Q& q, gpu_va at) {
+    if constexpr (std::same_as<Q, runtime::pm4_queue>) {
+      thread_local runtime::command_buffer cmds;
+      cmds.clear();
+      q.encode_timestamp(cmds, at);
+      return q.try_submit(cmds);
+    } else {
+      return q.try_timestamp(at);
+    }
   }
 };
 

@@ -6,7 +6,12 @@
 //   - an AQL dispatch: its completion signal's start_ts/end_ts, written by the packet processor.
 //     The first traced operation on an AQL queue turns profiling on for the queue
 //     (amd_queue_t.queue_properties, as a traced instantiate does); it stays on.
-//   - everything else eagerly submitted (PM4 and SDMA operations, AQL barriers) carries no
+//   - a PM4 or SDMA operation: two timestamps the queue writes around it (PM4 RELEASE_MEM of the
+//     GPU clock counter, 100 MHz ticks as spec/packets.md §2.2 has it; SDMA TIMESTAMP in ns), in
+//     a 16-byte buffer of host memory allocated for the operation — as a traced replay brackets
+//     its PM4 and SDMA nodes (graph/exec_trace.hpp). The start stamp is taken when the work
+//     before it on the queue is done.
+//   - an AQL barrier (or an operation whose stamp buffer or stamp could not be had) carries no
 //     timestamps: its span is what the host saw, from the end of the submit to the moment the
 //     reactor saw the completion — an upper bound of the device time, marked "clock":"host".
 // Times are steady_clock nanoseconds (sync::clock), the clock the emulated device stamps with;
@@ -17,6 +22,7 @@
 #include <aqueduct/abi/amd_queue.hpp>
 #include <aqueduct/abi/amd_signal.hpp>
 #include <aqueduct/graph/trace.hpp>
+#include <aqueduct/runtime/memory.hpp>
 #include <aqueduct/sync/atomics.hpp>
 #include <aqueduct/sync/wait.hpp>
 
@@ -48,6 +54,16 @@ struct traced_op {
   std::string name;                // "dispatch of kernel 'k' at file.cpp:42"
   const char* category = "";
   std::uint32_t pid = 0, tid = 0;  // gpu_id, queue id + 1 (as replays: graph/exec_trace.hpp)
+  // PM4 / SDMA: the two stamps the queue writes around the operation, and their unit in ns.
+  runtime::buffer<std::uint64_t> stamps;
+  std::uint64_t ns_per_tick = 1;
+  // [begin, end] in ns from `stamps`, if both were written.
+  [[nodiscard]] bool stamped(std::uint64_t& begin, std::uint64_t& end) const noexcept {
+    if (!stamps) return false;
+    begin = sync::atomic_load(const_cast<std::uint64_t&>(stamps.data()[0]), std::memory_order_acquire) * ns_per_tick;
+    end = sync::atomic_load(const_cast<std::uint64_t&>(stamps.data()[1]), std::memory_order_acquire) * ns_per_tick;
+    return begin != 0 && end != 0;
+  }
 };
 
 // The submit [t0, t1] of `name` on queue `queue_id` of GPU `gpu_id` (named `queue_name`).
