@@ -273,7 +273,10 @@ TEST_CASE("a replay allocates nothing (ring copy, patched kernargs, one submissi
   CHECK(p.wrong(199, 1, 3) == 0);
 }
 
-TEST_CASE("edges order queues without a host round trip; a deliberately missing edge shows as a stale read") {
+// Under ThreadSanitizer this case is skipped: its missing edge is a deliberate data race between
+// the slow producer and the copy (which TSan rightly reports); the default suite runs it.
+TEST_CASE("edges order queues without a host round trip; a deliberately missing edge shows as a stale read" *
+          doctest::skip(AQUEDUCT_TSAN != 0)) {
   rig r;
   auto a = r.host_buffer(1), b = r.host_buffer(1);
   // The producer (AQL) takes 50 ms; the consumer (SDMA) is ready at once.
