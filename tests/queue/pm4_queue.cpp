@@ -351,6 +351,85 @@ TEST_CASE("try_dispatch(params) rebuilds its template whenever anything but the 
   CHECK(f.at(w, 65) == s.dwords());
 }
 
+// Every input the cache compares (queue/pm4_dispatch_template.hpp: the descriptor, 16 bytes at a
+// time, the 64-bit inputs, the 32-bit ones two to a word, the completion form) changed one at a
+// time: each command must equal a template built from scratch for its inputs (no cache), and must
+// differ from the command before it, so a cache that missed the change would be caught. The
+// descriptor enables every user SGPR source, so each of them reaches the dwords.
+TEST_CASE("try_dispatch(params) rebuilds its template when any compared input changes") {
+  using T = arch::gfx11_target;
+  namespace kcp = abi::kernel_code_properties;
+  fixture<T> f(4096), ref(4096);
+  abi::kernel_descriptor kd = kd_kernarg_only(false, 0x60AF0000);
+  kd.kernel_code_properties = static_cast<std::uint16_t>(
+      kcp::enable_sgpr_private_segment_buffer::set(0, 1) | kcp::enable_sgpr_dispatch_ptr::set(0, 1) | kcp::enable_sgpr_queue_ptr::set(0, 1) |
+      kcp::enable_sgpr_kernarg_segment_ptr::set(0, 1) | kcp::enable_sgpr_dispatch_id::set(0, 1) | kcp::enable_sgpr_flat_scratch_init::set(0, 1));
+  kd.compute_pgm_rsrc2 = (14u << 1) | (1u << 7);  // USER_SGPR 14
+  aq::ring::pm4::dispatch_params p;
+  p.kd = &kd;
+  p.kd_va = aq::gpu_va(0x7F0000010000);
+  p.grid = {4, 2, 1};
+  p.block = {64, 2, 1};
+  p.dispatch_ptr = aq::gpu_va(0x7F0000030000);
+  p.kernarg = aq::gpu_va(0x7F0000020000);
+  p.scratch_base = aq::gpu_va(0x7F0000800000);
+  p.scratch_waves = 32;
+  p.scratch_bytes_per_wave = 1024;
+  aq::ring::pm4_completion c = completion(sig_va, 1);
+  struct step {
+    const char* what;
+    void (*change)(abi::kernel_descriptor&, aq::ring::pm4::dispatch_params&, aq::ring::pm4_completion&);
+  };
+  const step steps[] = {
+      {"first", [](auto&, auto&, auto&) {}},
+      {"descriptor bytes 0-15 (group segment size)", [](auto& k, auto&, auto&) { k.group_segment_fixed_size = 1024; }},
+      {"descriptor bytes 16-31 (entry offset)", [](auto& k, auto&, auto&) { k.kernel_code_entry_byte_offset = 512; }},
+      {"descriptor bytes 32-47 (rsrc3)", [](auto& k, auto&, auto&) { k.compute_pgm_rsrc3 = 0x10; }},
+      {"descriptor bytes 48-63 (rsrc1)", [](auto& k, auto&, auto&) { k.compute_pgm_rsrc1 = 0x60AF0041; }},
+      {"kd_va", [](auto&, auto& q, auto&) { q.kd_va = aq::gpu_va(0x7F0000110000); }},
+      {"block x", [](auto&, auto& q, auto&) { q.block[0] = 128; }},
+      {"block y", [](auto&, auto& q, auto&) { q.block[1] = 4; }},
+      {"block z", [](auto&, auto& q, auto&) { q.block[2] = 2; }},
+      {"private segment buffer 0", [](auto&, auto& q, auto&) { q.private_segment_buffer[0] = 0x11; }},
+      {"private segment buffer 1", [](auto&, auto& q, auto&) { q.private_segment_buffer[1] = 0x22; }},
+      {"private segment buffer 2", [](auto&, auto& q, auto&) { q.private_segment_buffer[2] = 0x33; }},
+      {"private segment buffer 3", [](auto&, auto& q, auto&) { q.private_segment_buffer[3] = 0x44; }},
+      {"queue_ptr", [](auto&, auto& q, auto&) { q.queue_ptr = aq::gpu_va(0x7F0000900000); }},
+      {"dispatch_id", [](auto&, auto& q, auto&) { q.dispatch_id = 0x500000007ull; }},
+      {"flat scratch init 0", [](auto&, auto& q, auto&) { q.flat_scratch_init[0] = 0x55; }},
+      {"flat scratch init 1", [](auto&, auto& q, auto&) { q.flat_scratch_init[1] = 0x66; }},
+      {"dynamic LDS", [](auto&, auto& q, auto&) { q.dynamic_lds_bytes = 2048; }},
+      {"scratch base", [](auto&, auto& q, auto&) { q.scratch_base = aq::gpu_va(0x7F0000A00000); }},
+      {"scratch waves", [](auto&, auto& q, auto&) { q.scratch_waves = 64; }},
+      {"scratch bytes per wave", [](auto&, auto& q, auto&) { q.scratch_bytes_per_wave = 4096; }},
+      {"waves per SH", [](auto&, auto& q, auto&) { q.waves_per_sh = 8; }},
+      {"64-bit completion", [](auto&, auto&, auto& d) { d.b64 = true; }},
+      {"event mailbox", [](auto&, auto&, auto& d) { d.event_mailbox = aq::gpu_va(0x7F0000B00000); }},
+      {"event id", [](auto&, auto&, auto& d) { d.event_id = 9; }},
+      {"no completion address", [](auto&, auto&, auto& d) { d.address = aq::gpu_va(0), d.b64 = false; }},
+  };
+  std::vector<std::uint32_t> before;
+  std::uint64_t w = 0;
+  for (const step& s : steps) {
+    INFO(s.what);
+    s.change(kd, p, c);
+    const aq::ring::pm4::dispatch_template<T> fresh(p, c);
+    const std::uint64_t rw = ref.wptr;
+    REQUIRE(ref.q.try_dispatch(fresh, {.grid = p.grid, .kernarg = p.kernarg, .dispatch_ptr = p.dispatch_ptr,
+                                       .completion_address = c.address, .completion_value = c.value})
+                .has_value());
+    const std::vector<std::uint32_t> expected = ref.at(rw, ref.wptr - rw);
+    CHECK(expected != before);  // the change reaches the command
+    const auto r = f.q.try_dispatch(p, c);
+    REQUIRE(r.has_value());
+    CHECK(f.at(w, *r - w) == expected);
+    w = *r;
+    before = expected;
+    f.consume();
+    ref.consume();
+  }
+}
+
 TEST_CASE("a template dispatch straddles the ring's end; a full ring fails before writing") {
   using T = arch::gfx11_target;
   fixture<T> f(256);

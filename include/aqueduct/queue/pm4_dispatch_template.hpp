@@ -99,14 +99,26 @@ class dispatch_template {
   [[nodiscard]] std::span<const std::uint32_t> dwords() const noexcept { return {dw_.data(), n_}; }
   [[nodiscard]] bool has_completion_value() const noexcept { return completion_at_ != 0; }
 
-  // The command with `x` applied into `out` (size() dwords, contiguous): one memcpy (a call with a
-  // run-time size, so ThreadSanitizer sees it), then the patched dwords.
+  // The command with `x` applied into `out` (size() dwords, contiguous): copied 64 bytes a turn,
+  // the last 16 bytes overlapping (never past the command's end: the next dwords may be unread),
+  // then the patched dwords. Inline rather than a memcpy call: the call cost ~55 instructions
+  // and made the patch values live across it on the stack (issue 11).
   AQUEDUCT_ALWAYS_INLINE void write(std::uint32_t* out, const dispatch_patch& x) const noexcept {
-    std::memcpy(out, dw_.data(), std::size_t{n_} * 4);
+    AQUEDUCT_ASSERT(n_ >= 4, "a dispatch command is longer than 16 bytes");
+    auto* d = reinterpret_cast<unsigned char*>(out);
+    const auto* s = reinterpret_cast<const unsigned char*>(dw_.data());
+    const std::size_t bytes = std::size_t{n_} * 4;
+    std::size_t k = 0;
+    for (; k + 64 <= bytes; k += 64) std::memcpy(d + k, s + k, 64);
+    for (; k + 16 <= bytes; k += 16) std::memcpy(d + k, s + k, 16);
+    if (k < bytes) std::memcpy(d + bytes - 16, s + bytes - 16, 16);
     patch([out](std::uint32_t i) -> std::uint32_t& { return out[i]; }, x);
   }
-  // The same into a ring of `ring_dwords` (a power of two) from position `at`, wrapping.
-  void write_wrapped(std::uint32_t* ring, std::uint32_t ring_dwords, std::uint64_t at, const dispatch_patch& x) const noexcept {
+  // The same into a ring of `ring_dwords` (a power of two) from position `at`, wrapping: out of
+  // line, the rare case kept off the inlined fast path; `x` by value, so that path need not keep
+  // its whole patch in memory for it.
+  AQUEDUCT_NOINLINE void write_wrapped(std::uint32_t* ring, std::uint32_t ring_dwords, std::uint64_t at,
+                                       dispatch_patch x) const noexcept {
     const std::uint64_t mask = ring_dwords - 1;
     for (std::uint32_t i = 0; i < n_; ++i) ring[(at + i) & mask] = dw_[i];
     patch([&](std::uint32_t i) -> std::uint32_t& { return ring[(at + i) & mask]; }, x);
@@ -170,77 +182,93 @@ class dispatch_template {
 // The last template built, rebuilt only when anything but the patched fields changes.
 template <class T>
 class dispatch_template_cache {
+  static_assert(sizeof(dispatch_params) == 128 && sizeof(pm4_completion) == 40,
+                "a field was added to dispatch_params or pm4_completion: compare it in same() and copy it in get()");
+
  public:
   // The template for (p, c); `x` receives p's and c's patch.
   AQUEDUCT_ALWAYS_INLINE const dispatch_template<T>& get(const dispatch_params& p, const pm4_completion& c,
                                                          dispatch_patch& x) noexcept {
-    x.grid = p.grid;
+    if (!same(p, c)) [[unlikely]] {
+      // Copied field by field, here on the cold path: passing `p` or `c` themselves (by reference
+      // or by value) to the out-of-line rebuild made GCC build the caller's structs in memory on
+      // the hot path too (a rep stos and a dozen stores per dispatch, issue 11), where read field
+      // by field they live in registers or fold into the comparisons.
+      dispatch_params q;
+      q.kd = p.kd, q.kd_va = p.kd_va, q.grid = {p.grid[0], p.grid[1], p.grid[2]};
+      q.block = {p.block[0], p.block[1], p.block[2]};
+      q.private_segment_buffer = {p.private_segment_buffer[0], p.private_segment_buffer[1], p.private_segment_buffer[2],
+                                  p.private_segment_buffer[3]};
+      q.dispatch_ptr = p.dispatch_ptr, q.queue_ptr = p.queue_ptr, q.kernarg = p.kernarg, q.dispatch_id = p.dispatch_id;
+      q.flat_scratch_init = {p.flat_scratch_init[0], p.flat_scratch_init[1]};
+      q.dynamic_lds_bytes = p.dynamic_lds_bytes, q.scratch_base = p.scratch_base, q.scratch_waves = p.scratch_waves;
+      q.scratch_bytes_per_wave = p.scratch_bytes_per_wave, q.waves_per_sh = p.waves_per_sh;
+      pm4_completion d;
+      d.address = c.address, d.value = c.value, d.b64 = c.b64, d.event_mailbox = c.event_mailbox, d.event_id = c.event_id;
+      rebuild(q, d);
+    }
+    x.grid = {p.grid[0], p.grid[1], p.grid[2]};
     x.kernarg = p.kernarg;
     x.dispatch_ptr = p.dispatch_ptr;
     x.completion_address = c.address;
     x.completion_value = c.value;
-    if (!same(p, c)) [[unlikely]] rebuild(p, c);
     return t_;
   }
 
  private:
   // Every input but the patched ones, compared without branches or calls (a memcmp call of the
-  // descriptor alone cost ~70 instructions: issue 11).
+  // descriptor alone cost ~70 instructions: issue 11). The 32-bit inputs are compared two to a
+  // 64-bit word (`key`), so that inputs the caller leaves at their defaults cost one `or` per pair
+  // once this is inlined into the caller.
   [[nodiscard]] AQUEDUCT_ALWAYS_INLINE bool same(const dispatch_params& p, const pm4_completion& c) const noexcept {
-    std::uint64_t diff = 0;
-    for (std::size_t i = 0; i < sizeof kd_ / 8; ++i) {
-      std::uint64_t a, b;
-      std::memcpy(&a, reinterpret_cast<const unsigned char*>(p.kd) + 8 * i, 8);
-      std::memcpy(&b, reinterpret_cast<const unsigned char*>(&kd_) + 8 * i, 8);
-      diff |= a ^ b;
+    // The descriptor 16 bytes at a time (GCC/Clang vector extension: SSE2 on x86-64).
+    using v2 = std::uint64_t __attribute__((vector_size(16)));
+    v2 dv{0, 0};
+#pragma GCC unroll 4
+    for (std::size_t i = 0; i < sizeof kd_ / 16; ++i) {
+      v2 a, b;
+      std::memcpy(&a, reinterpret_cast<const unsigned char*>(p.kd) + 16 * i, 16);
+      std::memcpy(&b, reinterpret_cast<const unsigned char*>(&kd_) + 16 * i, 16);
+      dv |= a ^ b;
     }
+    std::uint64_t diff = dv[0] | dv[1];
     diff |= (p.kd_va.value ^ kd_va_.value) | (c.event_mailbox.value ^ event_mailbox_.value) |
             (p.scratch_base.value ^ scratch_base_.value) | (p.queue_ptr.value ^ queue_ptr_.value) | (p.dispatch_id ^ dispatch_id_);
-    diff |= (p.block[0] ^ block_[0]) | (p.block[1] ^ block_[1]) | (p.block[2] ^ block_[2]) | (c.event_id ^ event_id_) |
-            (p.dynamic_lds_bytes ^ dynamic_lds_) | (p.scratch_waves ^ scratch_waves_) |
-            (p.scratch_bytes_per_wave ^ scratch_bytes_per_wave_) | (p.waves_per_sh ^ waves_per_sh_);
-    diff |= (p.private_segment_buffer[0] ^ private_segment_buffer_[0]) | (p.private_segment_buffer[1] ^ private_segment_buffer_[1]) |
-            (p.private_segment_buffer[2] ^ private_segment_buffer_[2]) | (p.private_segment_buffer[3] ^ private_segment_buffer_[3]) |
-            (p.flat_scratch_init[0] ^ flat_scratch_init_[0]) | (p.flat_scratch_init[1] ^ flat_scratch_init_[1]);
-    diff |= static_cast<std::uint64_t>(bool(c.address) != completion_) | static_cast<std::uint64_t>(c.b64 != b64_) |
-            static_cast<std::uint64_t>(!valid_);
+    const key k = key_of(p, c);
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < k.size(); ++i) diff |= k[i] ^ key_[i];
     return diff == 0;
+  }
+  // The 32-bit inputs and the completion form, two to a word; the cache's copy is all zeros until
+  // the first build, whose flags word has `valid` set, so an empty cache never matches.
+  using key = std::array<std::uint64_t, 8>;
+  [[nodiscard]] AQUEDUCT_ALWAYS_INLINE static key key_of(const dispatch_params& p, const pm4_completion& c) noexcept {
+    const auto pair = [](std::uint32_t lo, std::uint32_t hi) { return std::uint64_t{lo} | std::uint64_t{hi} << 32; };
+    const std::uint32_t flags = 1u | (bool(c.address) ? 2u : 0u) | (c.b64 ? 4u : 0u);  // valid, completion, 64-bit
+    return {pair(p.block[0], p.block[1]), pair(p.block[2], c.event_id), pair(p.dynamic_lds_bytes, p.scratch_waves),
+            pair(p.scratch_bytes_per_wave, p.waves_per_sh), pair(p.private_segment_buffer[0], p.private_segment_buffer[1]),
+            pair(p.private_segment_buffer[2], p.private_segment_buffer[3]), pair(p.flat_scratch_init[0], p.flat_scratch_init[1]),
+            pair(flags, 0)};
   }
   AQUEDUCT_NOINLINE void rebuild(const dispatch_params& p, const pm4_completion& c) noexcept {
     t_ = dispatch_template<T>(p, c);
     std::memcpy(&kd_, p.kd, sizeof kd_);
     kd_va_ = p.kd_va;
-    block_ = p.block;
-    completion_ = bool(c.address);
-    b64_ = c.b64;
     event_mailbox_ = c.event_mailbox;
-    event_id_ = c.event_id;
-    dynamic_lds_ = p.dynamic_lds_bytes;
     scratch_base_ = p.scratch_base;
-    scratch_waves_ = p.scratch_waves;
-    scratch_bytes_per_wave_ = p.scratch_bytes_per_wave;
-    waves_per_sh_ = p.waves_per_sh;
-    private_segment_buffer_ = p.private_segment_buffer;
-    flat_scratch_init_ = p.flat_scratch_init;
     queue_ptr_ = p.queue_ptr;
     dispatch_id_ = p.dispatch_id;
-    valid_ = true;
+    key_ = key_of(p, c);
   }
 
   dispatch_template<T> t_;
   abi::kernel_descriptor kd_{};
   gpu_va kd_va_;
-  std::array<std::uint32_t, 3> block_{};
-  bool valid_ = false, completion_ = false, b64_ = false;
   gpu_va event_mailbox_;
-  std::uint32_t event_id_ = 0;
-  std::uint32_t dynamic_lds_ = 0;
   gpu_va scratch_base_;
-  std::uint32_t scratch_waves_ = 0, scratch_bytes_per_wave_ = 0, waves_per_sh_ = 0;
-  std::array<std::uint32_t, 4> private_segment_buffer_{};
-  std::array<std::uint32_t, 2> flat_scratch_init_{};
   gpu_va queue_ptr_;
   std::uint64_t dispatch_id_ = 0;
+  key key_{};  // all zeros: not built yet
 };
 
 }  // namespace pm4

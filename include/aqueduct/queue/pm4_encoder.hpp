@@ -47,6 +47,14 @@ struct as_target<arch::target<F, Q>> {
 // Everything a PM4 kernel launch needs besides the descriptor's own words. Addresses left 0 are
 // written as 0; a user SGPR the descriptor enables but whose source is 0 is a contract violation.
 struct dispatch_params {
+  // Member by member, not as an aggregate: GCC (-mtune=generic) zeroes an aggregate's 88 bytes of
+  // zero-initialised members with one `rep stosq`, ~2 ns per dispatch that builds its params
+  // (issue 11); this constructor gets plain stores, which fold away once the dispatch is inlined.
+  // Not `= default`, and the is_constant_evaluated() test keeps GCC from pre-evaluating it into
+  // the same block clear outside constant evaluation; it stays usable at compile time.
+  constexpr dispatch_params() noexcept {  // NOLINT(modernize-use-equals-default)
+    if (std::is_constant_evaluated()) return;
+  }
   const abi::kernel_descriptor* kd = nullptr;  // host copy of the descriptor
   gpu_va kd_va;                                // its GPU address (program = kd_va + entry offset)
   std::array<std::uint32_t, 3> grid{1, 1, 1};   // work-group counts (DISPATCH_DIRECT dims)

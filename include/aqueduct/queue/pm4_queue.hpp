@@ -232,8 +232,8 @@ class pm4_queue {
   // The dwords are those of a dispatch template (queue/pm4_dispatch_template.hpp) the queue keeps
   // for the last kernel and launch shape it dispatched: rebuilt by the encoder when anything but
   // grid, kernarg, dispatch pointer and completion address/value changes, copied otherwise.
-  result<std::uint64_t> try_dispatch(const pm4::dispatch_params& p, const pm4_completion& c = {},
-                                     sync::nanoseconds timeout = sync::infinite) {
+  AQUEDUCT_ALWAYS_INLINE result<std::uint64_t> try_dispatch(const pm4::dispatch_params& p, const pm4_completion& c = {},
+                                                            sync::nanoseconds timeout = sync::infinite) {
     AQUEDUCT_ASSERT(p.kd != nullptr, "dispatch needs a kernel descriptor");
     AQUEDUCT_ASSERT(!p.indirect_counts, "DISPATCH_INDIRECT: encoder::dispatch + try_submit_dwords, not a dispatch template");
     pm4::dispatch_patch x;
@@ -352,9 +352,8 @@ class pm4_queue {
   }
   // Write pointer (release), then doorbell (release) = write pointer in dwords (spec/kfd.md §3.3).
   std::uint64_t committed(ring_span s) noexcept {
-    reserver_.commit(s);
+    const std::uint64_t w = reserver_.commit(s);  // the value stored, not read back
     open_ = false;
-    const std::uint64_t w = reserver_.write_index(std::memory_order_relaxed);
     doorbell_.ring(w);
     return w;
   }

@@ -142,9 +142,7 @@ class sdma_queue {
   void flush() noexcept {
     const std::uint64_t end = committed_end();
     if (end == published_) return;
-    published_ = end;
-    sync::atomic_store(*mem_.wptr, published_, std::memory_order_release);
-    doorbell_.ring(published_);
+    publish_at(end);
   }
 
   // ---- composite operations (each reserves per packet; `publish` rings the doorbell) -----------
@@ -163,8 +161,11 @@ class sdma_queue {
     if (bytes >= 1 && bytes <= encoder::max_copy_bytes && !split_tail && !live_ && off + pkt_bytes <= mem_.ring_bytes &&
         room(pkt_bytes)) [[likely]] {
       encoder::copy_linear(std::span<std::uint32_t>(mem_.ring + off / 4, encoder::copy_linear_dwords), dst, src, bytes);
-      cursor_ += pkt_bytes;
-      if (publish) flush();
+      const std::uint64_t end = cursor_ + pkt_bytes;
+      cursor_ = end;
+      // No reservation is open and a packet was just added: publish `end` itself (flush() would
+      // re-read the reservation flag and compare with what was published: issue 11).
+      if (publish) publish_at(end);
       return ok();
     }
     return copy_slow(dst, src, bytes, timeout, publish);
@@ -284,6 +285,16 @@ class sdma_queue {
  private:
   // Committed = claimed and not held by the live reservation (at most one, always the last claim).
   [[nodiscard]] std::uint64_t committed_end() const noexcept { return live_ ? live_start_ : cursor_; }
+  // Write pointer (release), then doorbell (release), both `end`; from a value in hand, not read
+  // back after the write-pointer store (which may alias it). `published_` is stored after the
+  // write pointer: stored next to `cursor_`, GCC merged the two into one 16-byte store, which the
+  // next command's 8-byte load of `cursor_` could not forward from (1.7x the peer's time on this
+  // machine's EPYC, issue 11).
+  AQUEDUCT_ALWAYS_INLINE void publish_at(std::uint64_t end) noexcept {
+    sync::atomic_store(*mem_.wptr, end, std::memory_order_release);
+    published_ = end;
+    doorbell_.ring(end);
+  }
 
   [[nodiscard]] bool room(std::uint64_t bytes) noexcept {
     if (cursor_ + bytes - cached_rptr_ <= mem_.ring_bytes) return true;
