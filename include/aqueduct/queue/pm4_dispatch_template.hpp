@@ -182,7 +182,7 @@ class dispatch_template {
 // The last template built, rebuilt only when anything but the patched fields changes.
 template <class T>
 class dispatch_template_cache {
-  static_assert(sizeof(dispatch_params) == 128 && sizeof(pm4_completion) == 40,
+  static_assert(sizeof(dispatch_params) == 152 && sizeof(pm4_completion) == 40,
                 "a field was added to dispatch_params or pm4_completion: compare it in same() and copy it in get()");
 
  public:
@@ -203,6 +203,9 @@ class dispatch_template_cache {
       q.flat_scratch_init = {p.flat_scratch_init[0], p.flat_scratch_init[1]};
       q.dynamic_lds_bytes = p.dynamic_lds_bytes, q.scratch_base = p.scratch_base, q.scratch_waves = p.scratch_waves;
       q.scratch_bytes_per_wave = p.scratch_bytes_per_wave, q.waves_per_sh = p.waves_per_sh;
+      // DISPATCH_INDIRECT never comes here (pm4_queue::try_dispatch asserts it); copied all the same.
+      q.indirect_counts = p.indirect_counts;
+      q.indirect_block_count_at = {p.indirect_block_count_at[0], p.indirect_block_count_at[1], p.indirect_block_count_at[2]};
       pm4_completion d;
       d.address = c.address, d.value = c.value, d.b64 = c.b64, d.event_mailbox = c.event_mailbox, d.event_id = c.event_id;
       rebuild(q, d);
