@@ -372,6 +372,10 @@ TEST_CASE("try_dispatch(params) rebuilds its template when any compared input ch
   p.block = {64, 2, 1};
   p.dispatch_ptr = aq::gpu_va(0x7F0000030000);
   p.kernarg = aq::gpu_va(0x7F0000020000);
+  // The descriptor asks for the scratch V# and the queue pointer: give them (the encoder asserts
+  // on missing ones, which a build with assertions enabled — the asan preset — checks).
+  p.private_segment_buffer = {0x00100000u, 0x7F00u, 0xFFFFFFFFu, 0x20C14000u};
+  p.queue_ptr = aq::gpu_va(0x7F0000040000);
   p.scratch_base = aq::gpu_va(0x7F0000800000);
   p.scratch_waves = 32;
   p.scratch_bytes_per_wave = 1024;
