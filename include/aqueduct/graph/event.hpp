@@ -17,6 +17,7 @@
 #include <coroutine>
 #include <source_location>
 #include <string>
+#include <thread>
 
 namespace aqueduct::graph {
 
@@ -28,10 +29,16 @@ class async_event {
 
   // Wakes the reactor of a task waiting on it.
   void set() noexcept {
+    // `setting_` is raised before the flag and lowered after the wake: a waiter that saw the flag
+    // (its last poll) does not let its task, and so the reactor, end until this set() stopped
+    // touching the reactor (ThreadSanitizer saw ~reactor destroy its condition variable while a
+    // set() on another thread was still signalling it).
+    setting_.fetch_add(1, std::memory_order_seq_cst);
     // seq_cst with the reactor's clearing of its wake flag: a set() that races with the reactor
     // going to sleep is seen either by its last poll or by its wake flag.
     set_.store(true, std::memory_order_seq_cst);
     if (reactor* r = waiting_.load(std::memory_order_acquire)) r->wake();
+    setting_.fetch_sub(1, std::memory_order_release);
   }
   void reset() noexcept { set_.store(false, std::memory_order_release); }
   [[nodiscard]] bool is_set() const noexcept { return set_.load(std::memory_order_seq_cst); }
@@ -41,7 +48,10 @@ class async_event {
     awaiter(async_event& e, detail::context& c, std::source_location loc) noexcept : e_(e), ctx_(c), loc_(loc) {}
     awaiter(const awaiter&) = delete;
     awaiter& operator=(const awaiter&) = delete;
-    ~awaiter() { ctx_.r->unwatch(p_); }
+    ~awaiter() {
+      while (e_.setting_.load(std::memory_order_acquire) != 0) std::this_thread::yield();  // a set() still waking the reactor
+      ctx_.r->unwatch(p_);
+    }
 
     [[nodiscard]] bool await_ready() const {
       if (ctx_.capturing())
@@ -76,6 +86,7 @@ class async_event {
  private:
   std::atomic<bool> set_;
   std::atomic<reactor*> waiting_{nullptr};
+  std::atomic<int> setting_{0};  // set() calls between raising the flag and finishing the wake
 };
 
 }  // namespace aqueduct::graph
