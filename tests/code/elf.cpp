@@ -171,6 +171,27 @@ TEST_CASE("malformed ELF headers give precise errors") {
   expect([](auto& b) { poke<std::uint32_t>(b, 0x200 + 4, 0x100000); }, errc::malformed_code_object, "exceed the note area");
 }
 
+// Without an SHT_NOTE section the notes come from PT_NOTE segments. vadd-gfx1100.hsaco as
+// llvm-readelf-19 -S -l shows it: section 1 is .note (header at 4360 + 64), program header 7 is the
+// PT_NOTE (at 64 + 7 * 56: p_offset at +8, p_filesz at +32), holding one "AMDGPU" note of type
+// NT_AMDGPU_METADATA (32, LLVM AMDGPUUsage "Code Object V3 and Above Note Records").
+TEST_CASE("notes from PT_NOTE when no section is SHT_NOTE; an empty PT_NOTE may point anywhere") {
+  auto b = fx::bytes("elf/vadd-gfx1100.hsaco");
+  poke<std::uint32_t>(b, 4360 + 64 + 4, 1);  // .note becomes SHT_PROGBITS
+  auto co = code::code_object::try_parse(b);
+  REQUIRE_MESSAGE(co.has_value(), co.detail());
+  REQUIRE(co->notes().size() == 1);
+  CHECK(co->notes()[0].owner == "AMDGPU");
+  CHECK(co->notes()[0].type == 32);
+  // An empty PT_NOTE whose offset is far past the end of the file (the ELF magic read as an
+  // offset, from a libFuzzer crash kept in tests/code/fuzz/regressions/elf/) holds no notes.
+  poke<std::uint64_t>(b, 64 + 7 * 56 + 8, 0x40010102464c457full);
+  poke<std::uint64_t>(b, 64 + 7 * 56 + 32, 0);
+  auto empty = code::code_object::try_parse(b);
+  REQUIRE_MESSAGE(empty.has_value(), empty.detail());
+  CHECK(empty->notes().empty());
+}
+
 TEST_CASE("every truncation of a code object is an error, never a crash") {
   const auto good = fx::bytes("elf/vadd-gfx90a.hsaco");
   for (std::size_t n = 0; n < good.size(); n += (n < 128 ? 1 : 7)) {

@@ -185,7 +185,9 @@ class elf64_file {
     }
     if (!any_section)
       for (const auto& p : phdrs_)
-        if (p.p_type == abi::pt_note) AQUEDUCT_TRY_VOID(parse_notes(*r_.sub(p.p_offset, p.p_filesz), p.p_align == 8 ? 8 : 4, out));
+        // An empty PT_NOTE may name any offset (try_parse bounds only non-empty ranges): it holds no notes.
+        if (p.p_type == abi::pt_note && p.p_filesz != 0)
+          AQUEDUCT_TRY_VOID(parse_notes(*r_.sub(p.p_offset, p.p_filesz), p.p_align == 8 ? 8 : 4, out));
     return out;
   }
 
