@@ -288,15 +288,16 @@ class pm4_lowering {
     out_.stale = false;
   }
 
-  // Bytes of a kernel node's kernarg block (its dispatch packet follows, 64-byte aligned).
   // A kernel node's dispatch: direct, or (counts set) indirect.
   void encode_kernel(runtime::command_buffer& out, const node& x, std::uint32_t n, const runtime::pm4_queue& q) const {
-    const gpu_va args = v_.kernargs(n), packet = v_.kernargs(n) + byte_count(kernarg_bytes(x));
+    const gpu_va args = v_.kernargs(n);
+    const gpu_va packet = args + byte_count(kernarg_bytes(x));
     if (x.counts)
       q.encode_dispatch_indirect(out, x.kernel, x.counts, x.block, args, packet);
     else
       q.encode_dispatch(out, x.kernel, x.grid, x.block, args, packet);
   }
+  // Bytes of a kernel node's kernarg block (its dispatch packet follows, 64-byte aligned).
   [[nodiscard]] static std::uint64_t kernarg_bytes(const node& x) noexcept {
     return (std::uint64_t{x.kernel.kernarg_size} + 63) / 64 * 64;
   }
