@@ -278,6 +278,21 @@ TEST_CASE("gfx942/gfx90a VOP3 clamp and output modifiers") {
   g_mcpu = "gfx942";
 }
 
+// LLVM gives V_CNDMASK_B32_e64 float source modifiers and folds fabs/fneg of a select's operands
+// into them: clang-19 compiles fmaxf(m, fabsf(d)) to `v_cndmask_b32_e64 v0, v0, |v1|, s[0:1]`
+// (examples/iterate/iterate.hip's check kernel). abs clears and neg flips the sign bit.
+TEST_CASE("gfx942/gfx90a v_cndmask_b32_e64 applies abs and neg to its sources") {
+  for (const char* t : {"gfx942", "gfx90a"}) {
+    g_mcpu = t;
+    const auto in = lanes_from(ints);
+    check("v_cmp_gt_u32_e64 s[4:5], v2, v3\nv_cndmask_b32_e64 v6, -v4, |v2|, s[4:5]", in,
+          [](lane_in i) { return lane_out{i.a > i.b ? (i.a & 0x7FFFFFFFu) : (i.c ^ 0x80000000u), 0}; });
+    check("v_cmp_gt_u32_e64 s[4:5], v2, v3\nv_cndmask_b32_e64 v6, |v4|, -|v3|, s[4:5]", in,
+          [](lane_in i) { return lane_out{i.a > i.b ? (i.b | 0x80000000u) : (i.c & 0x7FFFFFFFu), 0}; });
+  }
+  g_mcpu = "gfx942";
+}
+
 TEST_CASE("gfx942/gfx90a carries: v_add_co/v_sub_co/v_subrev_co and the carry-in forms") {
   for (const char* t : {"gfx942", "gfx90a"}) {
     g_mcpu = t;

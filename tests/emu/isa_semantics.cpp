@@ -282,6 +282,9 @@ std::vector<vcase> vector_cases(bool gfx12) {
       {"v_clz_i32_u32 v8, v4", "i32", [](auto& i, auto& o) { return o.v[0] == (i.a ? u32(std::countl_zero(i.a)) : ~0u); }},
       {"v_cmp_gt_i32 vcc, v4, v5\nv_cndmask_b32 v8, v6, v4, vcc", "i32",
        [](auto& i, auto& o) { return o.v[0] == (i32(i.a) > i32(i.b) ? i.a : i.c); }},
+      // VOP3 abs/neg on v_cndmask_b32's sources (LLVM folds fabs/fneg of a select's operands into them).
+      {"v_cmp_gt_i32 vcc, v4, v5\nv_cndmask_b32_e64 v8, -v6, |v4|, vcc", "i32",
+       [](auto& i, auto& o) { return o.v[0] == (i32(i.a) > i32(i.b) ? (i.a & 0x7FFFFFFFu) : (i.c ^ 0x80000000u)); }},
   };
   // min/max: gfx11's v_min/max_f32 (IEEE mode), gfx12's v_min/max_num_f32 (a NaN yields the other).
   if (!gfx12) {

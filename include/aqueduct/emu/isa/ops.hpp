@@ -181,7 +181,10 @@ enum class kind : std::uint8_t {
   X(v_frexp_exp_i32_f32, b32, f32, none, none) X(v_frexp_mant_f32, f32, f32, none, none) \
   X(v_frexp_exp_i32_f64, b32, f64, none, none) X(v_frexp_mant_f64, f64, f64, none, none) \
   /* VOP2 */ \
-  X(v_cndmask_b32, b32, b32, b32, mask) \
+  /* v_cndmask_b32's sources are typed f32 only so that VOP3/DPP/SDWA abs and neg apply (as sign-bit */ \
+  /* operations): LLVM gives V_CNDMASK_B32_e64 source modifiers and folds fabs/fneg of a select's */ \
+  /* operands into them, e.g. clang-19's `v_cndmask_b32_e64 v0, v0, |v1|, s[0:1]` for fmaxf(m, fabsf(d)). */ \
+  X(v_cndmask_b32, b32, f32, f32, mask) \
   X(v_add_f32, f32, f32, f32, none) X(v_sub_f32, f32, f32, f32, none) \
   X(v_subrev_f32, f32, f32, f32, none) X(v_mul_f32, f32, f32, f32, none) \
   X(v_mul_i32_i24, b32, b32, b32, none) X(v_mul_hi_i32_i24, b32, b32, b32, none) \
