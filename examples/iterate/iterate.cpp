@@ -9,8 +9,11 @@
 // mode) --replays
 // times with a new right-hand side each time. Each solve is verified on the host: the iteration
 // count and every x[i] equal a host Jacobi with the same float operations and stopping rule, and
-// the residual max |b - A x| is small.
-// Usage: iterate [--replays N] [--n N] [--tol T]
+// the residual max |b - A x| is small. The kernels are host functions; with --gfx they are
+// clang-built machine code (iterate.hip, built by clang-19 for the agent's processor:
+// iterate-<gfx>.co next to the build), run by the emulator's ISA interpreter or a real GPU.
+// Usage: iterate [--replays N] [--n N] [--tol T] [--gfx]
+#include <aqueduct/emu/isa.hpp>  // machine code on the emulated device (--gfx)
 #include <aqueduct/graph.hpp>
 #include <aqueduct/runtime.hpp>
 
@@ -19,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -119,7 +123,10 @@ bool verify(const char* what, const solver& s, const std::vector<float>& b) {
   std::vector<float> want;
   const std::uint32_t iters = host_jacobi(b, want, s.tol, s.max_iterations);
   if (s.iterations[0] != iters) {
-    std::fprintf(stderr, "%s: %u iterations on the device, %u on the host\n", what, s.iterations[0], iters);
+    std::uint32_t differ = 0;
+    for (std::uint32_t i = 0; i < s.n; ++i) differ += std::memcmp(&s.x0[i], &want[i], 4) != 0;
+    std::fprintf(stderr, "%s: %u iterations on the device, %u on the host (%u of %u x differ from the host's)\n", what,
+                 s.iterations[0], iters, differ, s.n);
     return false;
   }
   double residual = 0;
@@ -142,13 +149,15 @@ bool verify(const char* what, const solver& s, const std::vector<float>& b) {
 int main(int argc, char** argv) {
   std::uint32_t replays = 100, n = 1024;
   float tol = 1e-5f;
+  bool gfx = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--replays" && i + 1 < argc) replays = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 10));
+    if (a == "--gfx") gfx = true;
+    else if (a == "--replays" && i + 1 < argc) replays = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 10));
     else if (a == "--n" && i + 1 < argc) n = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 10));
     else if (a == "--tol" && i + 1 < argc) tol = std::strtof(argv[++i], nullptr);
     else {
-      std::fprintf(stderr, "usage: iterate [--replays N] [--n N] [--tol T]\n");
+      std::fprintf(stderr, "usage: iterate [--replays N] [--n N] [--tol T] [--gfx]\n");
       return 2;
     }
   }
@@ -160,16 +169,37 @@ int main(int argc, char** argv) {
   auto gpu = sys.default_agent();
   std::printf("iterate: Jacobi on %u unknowns, tol %g, on %s (%s)\n", n, static_cast<double>(tol), gpu.gfx_name().c_str(),
               sys.how_chosen().c_str());
-  aq::emu::host_code_object code;
-  code.kernels.push_back(aq::emu::host_kernel::with_args<float*, const float*, const float*, std::uint32_t>("sweep", sweep));
-  code.kernels.push_back(
-      aq::emu::host_kernel::with_args<std::uint64_t*, std::uint32_t*, const float*, const float*, std::uint32_t, float>("check", check));
-  code.kernels.push_back(aq::emu::host_kernel::with_args<std::uint64_t*, std::uint32_t*>("start", start));
-  auto exe = aq::emu::load(gpu, code);
+  std::vector<std::byte> bytes;
+  if (gfx) {
+    const std::string path = std::string(AQUEDUCT_ITERATE_GFX_DIR) + "/iterate-" + gpu.gfx_name() + ".co";
+    std::ifstream f(path, std::ios::binary);
+    if (!f) {
+      std::fprintf(stderr, "iterate: no machine code for %s: %s (ITERATE_GFX_TARGETS, examples/iterate/CMakeLists.txt)\n",
+                   gpu.gfx_name().c_str(), path.c_str());
+      return 1;
+    }
+    for (char ch; f.get(ch);) bytes.push_back(static_cast<std::byte>(ch));
+    std::printf("  code: %s (machine code)\n", path.c_str());
+  } else if (!gpu.emulated()) {
+    std::fprintf(stderr, "iterate: the host kernels run only on the emulator: pass --gfx for clang-built machine code\n");
+    return 1;
+  }
+  const auto load = [&] {
+    if (gfx) return gpu.load(std::span<const std::byte>(bytes));
+    aq::emu::host_code_object code;
+    code.kernels.push_back(aq::emu::host_kernel::with_args<float*, const float*, const float*, std::uint32_t>("sweep", sweep));
+    code.kernels.push_back(
+        aq::emu::host_kernel::with_args<std::uint64_t*, std::uint32_t*, const float*, const float*, std::uint32_t, float>("check", check));
+    code.kernels.push_back(aq::emu::host_kernel::with_args<std::uint64_t*, std::uint32_t*>("start", start));
+    return aq::emu::load(gpu, code);
+  };
+  auto exe = load();
   auto sweep_k = exe.get_kernel<float*, const float*, const float*, std::uint32_t>("sweep");
   auto check_k = exe.get_kernel<std::uint64_t*, std::uint32_t*, const float*, const float*, std::uint32_t, float>("check");
   auto start_k = exe.get_kernel<std::uint64_t*, std::uint32_t*>("start");
-  auto q = gpu.make_queue(aq::pm4);
+  rt::pm4_queue_options po;
+  po.kernarg_bytes = 512;  // clang's kernels: explicit arguments + 256 bytes of hidden ones
+  auto q = gpu.make_queue(aq::pm4, po);
   auto x0 = gpu.alloc<float>(n, rt::memory_kind::host), x1 = gpu.alloc<float>(n, rt::memory_kind::host);
   auto b = gpu.alloc<float>(n, rt::memory_kind::host);
   auto word = gpu.alloc<std::uint64_t>(1, rt::memory_kind::host);
