@@ -22,11 +22,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace aq = aqueduct;
@@ -552,6 +554,27 @@ const digests& gfx1100_digests() {
   return d;
 }
 
+// Dispatches `kernel` of `exe` (64 work-items, one workgroup) with `args` on a new AQL queue of
+// `gpu`; it must fault, and the queue error must contain each of `want` and the faulting
+// instruction's " at pc 0x".
+template <class... Args>
+void check_fault(const rt::agent& gpu, const rt::executable& exe, const char* kernel,
+                 std::initializer_list<std::string_view> want, const Args&... args) {
+  INFO("kernel " << std::string(kernel));
+  auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
+  auto idx = q.try_dispatch(exe.get_untyped_kernel(kernel), rt::grid{64}, rt::block{64}, args...);
+  REQUIRE(idx.has_value());
+  auto w = q.try_wait(*idx, std::chrono::seconds(10));
+  REQUIRE_FALSE(w.has_value());
+  const std::string d(w.detail());
+  INFO(d);
+  for (const std::string_view s : want) {
+    CAPTURE(s);
+    CHECK(d.find(s) != std::string::npos);
+  }
+  CHECK(d.find(" at pc 0x") != std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("gfx1100 corpus kernels on the interpreter equal the host reference (-O2/-O3, wave32/wave64)") {
@@ -579,78 +602,35 @@ TEST_CASE("machine code faults on every target: the exact bad address, __builtin
     const auto bytes = read_file(corpus_path(t->processor, v));
     auto exe = gpu.load(std::span<const std::byte>(bytes));
     {
-      auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
       auto a = gpu.alloc<float>(64, rt::memory_kind::host), c = gpu.alloc<float>(64, rt::memory_kind::host);
       // b points 1 TiB past a, far from any mapping: element 0's load faults there.
       const std::uint64_t bad_b = reinterpret_cast<std::uintptr_t>(a.data()) + (1ull << 40);
-      auto idx = q.try_dispatch(exe.get_untyped_kernel("vadd"), rt::grid{64}, rt::block{64}, a, bad_b, c, 64u);
-      REQUIRE(idx.has_value());
-      auto w = q.try_wait(*idx, std::chrono::seconds(10));
-      REQUIRE_FALSE(w.has_value());
-      const std::string d(w.detail());
-      INFO(d);
       char want[40];
       std::snprintf(want, sizeof want, "0x%llx", static_cast<unsigned long long>(bad_b));
-      CHECK(d.find(want) != std::string::npos);
-      CHECK(d.find("memory violation") != std::string::npos);
-      CHECK(d.find(" at pc 0x") != std::string::npos);
+      check_fault(gpu, exe, "vadd", {want, "memory violation"}, a, bad_b, c, 64u);
     }
     {
-      auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
       auto out = gpu.alloc<std::uint32_t>(64, rt::memory_kind::host);
-      auto idx = q.try_dispatch(exe.get_untyped_kernel("trap"), rt::grid{64}, rt::block{64}, out);
-      REQUIRE(idx.has_value());
-      auto w = q.try_wait(*idx, std::chrono::seconds(10));
-      REQUIRE_FALSE(w.has_value());
-      const std::string d(w.detail());
-      INFO(d);
-      CHECK(d.find("shader exception") != std::string::npos);
-      CHECK(d.find("s_trap") != std::string::npos);
-      CHECK(d.find("at pc 0x") != std::string::npos);
+      check_fault(gpu, exe, "trap", {"shader exception", "s_trap"}, out);
     }
     {
       // A graphics instruction (v_cubeid_f32, inline asm) the interpreter does not implement.
-      auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
       auto out = gpu.alloc<float>(64, rt::memory_kind::host);
-      auto idx = q.try_dispatch(exe.get_untyped_kernel("unsupported"), rt::grid{64}, rt::block{64}, out);
-      REQUIRE(idx.has_value());
-      auto w = q.try_wait(*idx, std::chrono::seconds(10));
-      REQUIRE_FALSE(w.has_value());
-      const std::string d(w.detail());
-      INFO(d);
-      CHECK(d.find("shader exception") != std::string::npos);
-      CHECK(d.find("unsupported instruction: v_cubeid_f32 (VOP3 opcode") != std::string::npos);
-      CHECK(d.find("at pc 0x") != std::string::npos);
+      check_fault(gpu, exe, "unsupported", {"shader exception", "unsupported instruction: v_cubeid_f32 (VOP3 opcode"}, out);
     }
     {
       // A word llvm-mc-19 does not decode for any of the four targets (corpus.hip `illegal`).
-      auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
       auto out = gpu.alloc<std::uint32_t>(64, rt::memory_kind::host);
-      auto idx = q.try_dispatch(exe.get_untyped_kernel("illegal"), rt::grid{64}, rt::block{64}, out);
-      REQUIRE(idx.has_value());
-      auto w = q.try_wait(*idx, std::chrono::seconds(10));
-      REQUIRE_FALSE(w.has_value());
-      const std::string d(w.detail());
-      INFO(d);
-      CHECK(d.find("shader exception") != std::string::npos);
-      CHECK(d.find("illegal instruction") != std::string::npos);
-      CHECK(d.find("at pc 0x") != std::string::npos);
+      check_fault(gpu, exe, "illegal", {"shader exception", "illegal instruction"}, out);
     }
     if (t == &gfx942 || t == &gfx90a) {
       // A matrix-core instruction (MFMA) the interpreter does not model: the queue error names it.
-      auto q = gpu.make_queue(aq::aql, {.slots = 16, .kernarg_bytes = 512});
-      auto io = gpu.alloc<float>(256, rt::memory_kind::host);
-      auto idx = q.try_dispatch(exe.get_untyped_kernel("mfma"), rt::grid{64}, rt::block{64}, io);
-      REQUIRE(idx.has_value());
-      auto w = q.try_wait(*idx, std::chrono::seconds(10));
-      REQUIRE_FALSE(w.has_value());
-      const std::string d(w.detail());
-      INFO(d);
-      CHECK(d.find("shader exception") != std::string::npos);
       // LLVM 19's names for the same opcode: gfx942 v_mfma_f32_4x4x1_16b_f32, gfx90a v_mfma_f32_4x4x1f32.
-      CHECK(d.find(t == &gfx942 ? "unsupported instruction: v_mfma_f32_4x4x1_16b_f32" : "unsupported instruction: v_mfma_f32_4x4x1f32 ") !=
-            std::string::npos);
-      CHECK(d.find("at pc 0x") != std::string::npos);
+      auto io = gpu.alloc<float>(256, rt::memory_kind::host);
+      check_fault(gpu, exe, "mfma",
+                  {"shader exception", t == &gfx942 ? "unsupported instruction: v_mfma_f32_4x4x1_16b_f32"
+                                                    : "unsupported instruction: v_mfma_f32_4x4x1f32 "},
+                  io);
     }
   }
 }
