@@ -288,8 +288,7 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
   void encode_dispatch_indirect(command_buffer& out, const untyped_kernel& k, gpu_va counts, block b, gpu_va kernarg,
                                 gpu_va dispatch_packet) const {
     aqueduct::ring::pm4::dispatch_params p = params_for(k, grid{b.x, b.y, b.z}, b, kernarg, dispatch_packet);
-    p.indirect_counts = counts;
-    for (int d = 0; d < 3; ++d) p.indirect_block_count_at[d] = k.hidden.block_count[d];
+    set_indirect(p, k, counts);
     s_->q->encode_dispatch(out, p);
   }
   // RELEASE_MEM at end of pipe of the 64-bit `value` to `addr`, then (with a mailbox) the
@@ -411,10 +410,8 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
       k.hidden.put(base, k.kernarg_size, g, b, hidden_values{});  // no amd_queue (hidden_queue_ptr null), no dynamic LDS
     write_dispatch_packet(base + s_->opt.kernarg_bytes, k, counts ? grid{0, 0, 0} : g, b, gpu_va(va));
     aqueduct::ring::pm4::dispatch_params p = params_for(k, g, b, gpu_va(va), gpu_va(va + s_->opt.kernarg_bytes));
-    if (counts) [[unlikely]] {
-      p.indirect_counts = counts;
-      for (int d = 0; d < 3; ++d) p.indirect_block_count_at[d] = k.hidden.block_count[d];
-    }
+    if (counts) [[unlikely]]
+      set_indirect(p, k, counts);
     if (lane_need != 0) {  // architected flat scratch: base and per-wave size; gfx9: the V# / flat scratch init
       p.scratch_base = gpu_va(s_->scratch.va);
       p.scratch_waves = s_->scratch.waves;
@@ -480,6 +477,12 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
     p.dispatch_ptr = dispatch_packet;
     p.kernarg = kernarg;
     return p;
+  }
+  // Makes `p` an indirect dispatch: COPY_DATAs of the workgroup counts at `counts` into `k`'s
+  // hidden block counts, then DISPATCH_INDIRECT.
+  static void set_indirect(aqueduct::ring::pm4::dispatch_params& p, const untyped_kernel& k, gpu_va counts) noexcept {
+    p.indirect_counts = counts;
+    for (int d = 0; d < 3; ++d) p.indirect_block_count_at[d] = k.hidden.block_count[d];
   }
 
   std::unique_ptr<detail::pm4_queue_state> s_;
