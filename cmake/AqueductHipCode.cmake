@@ -29,3 +29,17 @@ function(aqueduct_hip_code_objects out)
   endforeach()
   set(${out} "${cos}" PARENT_SCOPE)
 endfunction()
+
+# aqueduct_program_hip_code(<target> SOURCE <dir/name.hip> OPT <O2|O3> ARCHS <gfxNNNN>... DIR_DEFINE <macro>)
+# A program that loads its own code objects (an example's --gfx): the code objects of SOURCE for
+# ARCHS, built with <target> by the custom target <target>_gfx_code (in ALL); <macro> names, in
+# <target>'s sources, the directory they are in. Where clang-19 is missing only the macro is set.
+function(aqueduct_program_hip_code target)
+  cmake_parse_arguments(PARSE_ARGV 1 H "" "SOURCE;OPT;DIR_DEFINE" "ARCHS")
+  if(AQUEDUCT_CLANG19)
+    aqueduct_hip_code_objects(cos SOURCE ${H_SOURCE} OPT ${H_OPT} ARCHS ${H_ARCHS})
+    add_custom_target(${target}_gfx_code ALL DEPENDS ${cos})
+    add_dependencies(${target} ${target}_gfx_code)
+  endif()
+  target_compile_definitions(${target} PRIVATE ${H_DIR_DEFINE}="${CMAKE_CURRENT_BINARY_DIR}")
+endfunction()
