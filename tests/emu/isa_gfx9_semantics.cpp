@@ -293,6 +293,22 @@ TEST_CASE("gfx942/gfx90a v_cndmask_b32_e64 applies abs and neg to its sources") 
   g_mcpu = "gfx942";
 }
 
+// VOP3 clamp on v_add_u32/v_sub_u32/v_subrev_u32 saturates to [0, 2^32 - 1] (Vega ISA guide,
+// VOP3 CLAMP on integer results); clang-19 emits it for usub.sat (a grid-stride loop's trip count).
+TEST_CASE("gfx942/gfx90a v_add_u32/v_sub_u32/v_subrev_u32 with clamp saturate") {
+  for (const char* t : {"gfx942", "gfx90a"}) {
+    g_mcpu = t;
+    const auto in = lanes_from(ints);
+    check("v_add_u32_e64 v6, v2, v3 clamp", in, [](lane_in i) {
+      const std::uint64_t r = std::uint64_t(i.a) + i.b;
+      return lane_out{r > 0xFFFFFFFFu ? 0xFFFFFFFFu : std::uint32_t(r), 0};
+    });
+    check("v_sub_u32_e64 v6, v2, v3 clamp", in, [](lane_in i) { return lane_out{i.a < i.b ? 0u : i.a - i.b, 0}; });
+    check("v_subrev_u32_e64 v6, v2, v3 clamp", in, [](lane_in i) { return lane_out{i.b < i.a ? 0u : i.b - i.a, 0}; });
+  }
+  g_mcpu = "gfx942";
+}
+
 TEST_CASE("gfx942/gfx90a carries: v_add_co/v_sub_co/v_subrev_co and the carry-in forms") {
   for (const char* t : {"gfx942", "gfx90a"}) {
     g_mcpu = t;

@@ -282,6 +282,11 @@ std::vector<vcase> vector_cases(bool gfx12) {
       {"v_clz_i32_u32 v8, v4", "i32", [](auto& i, auto& o) { return o.v[0] == (i.a ? u32(std::countl_zero(i.a)) : ~0u); }},
       {"v_cmp_gt_i32 vcc, v4, v5\nv_cndmask_b32 v8, v6, v4, vcc", "i32",
        [](auto& i, auto& o) { return o.v[0] == (i32(i.a) > i32(i.b) ? i.a : i.c); }},
+      // VOP3 clamp on an unsigned add/subtract saturates to [0, 2^32 - 1].
+      {"v_add_nc_u32_e64 v8, v4, v5 clamp", "i32",
+       [](auto& i, auto& o) { return o.v[0] == (u64(i.a) + i.b > 0xFFFFFFFFu ? 0xFFFFFFFFu : i.a + i.b); }},
+      {"v_sub_nc_u32_e64 v8, v4, v5 clamp", "i32", [](auto& i, auto& o) { return o.v[0] == (i.a < i.b ? 0u : i.a - i.b); }},
+      {"v_subrev_nc_u32_e64 v8, v4, v5 clamp", "i32", [](auto& i, auto& o) { return o.v[0] == (i.b < i.a ? 0u : i.b - i.a); }},
       // VOP3 abs/neg on v_cndmask_b32's sources (LLVM folds fabs/fneg of a select's operands into them).
       {"v_cmp_gt_i32 vcc, v4, v5\nv_cndmask_b32_e64 v8, -v6, |v4|, vcc", "i32",
        [](auto& i, auto& o) { return o.v[0] == (i32(i.a) > i32(i.b) ? (i.a & 0x7FFFFFFFu) : (i.c ^ 0x80000000u)); }},

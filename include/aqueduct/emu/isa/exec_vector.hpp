@@ -132,7 +132,11 @@ inline void interpreter::exec_valu(wave& w, const insn& d) {
     if (exec_valu_f64(w, d, ex)) return;
     unsupported(w, d);
   }
-  if (e64 && d.clamp && !is_float(in.dst)) unsupported(w, d, "VOP3 clamp on an integer operation not modelled");
+  // VOP3 clamp on an unsigned add/subtract saturates (AMD Vega and RDNA3 ISA guides, VOP3 CLAMP:
+  // integer results clamp to the representable range): clang-19 emits it for usub.sat, e.g. a
+  // grid-stride loop's trip count on gfx942 (`v_sub_u32_e64 v1, s2, v0 clamp`).
+  const bool sat = e64 && d.clamp && (d.o == op::v_add_nc_u32 || d.o == op::v_sub_nc_u32 || d.o == op::v_subrev_nc_u32);
+  if (e64 && d.clamp && !is_float(in.dst) && !sat) unsupported(w, d, "VOP3 clamp on an integer operation not modelled");
   std::uint32_t st[3];
   const src32 A = in.src[0] != kind::none ? vsrc(w, d, 0, st[0], in.src[0]) : src32{st, 0, 0, 0};
   const src32 B = in.src[1] != kind::none && in.src[1] != kind::mask ? vsrc(w, d, 1, st[1], in.src[1]) : src32{st, 0, 0, 0};
@@ -232,9 +236,18 @@ inline void interpreter::exec_valu(wave& w, const insn& d) {
     case op::v_or_b32: U2([](std::uint32_t a, std::uint32_t b) { return a | b; }); break;
     case op::v_xor_b32: U2([](std::uint32_t a, std::uint32_t b) { return a ^ b; }); break;
     case op::v_xnor_b32: U2([](std::uint32_t a, std::uint32_t b) { return ~(a ^ b); }); break;
-    case op::v_add_nc_u32: U2([](std::uint32_t a, std::uint32_t b) { return a + b; }); break;
-    case op::v_sub_nc_u32: U2([](std::uint32_t a, std::uint32_t b) { return a - b; }); break;
-    case op::v_subrev_nc_u32: U2([](std::uint32_t a, std::uint32_t b) { return b - a; }); break;
+    case op::v_add_nc_u32:
+      if (sat) U2([](std::uint32_t a, std::uint32_t b) { return a > ~b ? ~0u : a + b; });
+      else U2([](std::uint32_t a, std::uint32_t b) { return a + b; });
+      break;
+    case op::v_sub_nc_u32:
+      if (sat) U2([](std::uint32_t a, std::uint32_t b) { return a < b ? 0u : a - b; });
+      else U2([](std::uint32_t a, std::uint32_t b) { return a - b; });
+      break;
+    case op::v_subrev_nc_u32:
+      if (sat) U2([](std::uint32_t a, std::uint32_t b) { return b < a ? 0u : b - a; });
+      else U2([](std::uint32_t a, std::uint32_t b) { return b - a; });
+      break;
     case op::v_add_nc_i32: U2([](std::uint32_t a, std::uint32_t b) { return a + b; }); break;
     case op::v_sub_nc_i32: U2([](std::uint32_t a, std::uint32_t b) { return a - b; }); break;
     case op::v_add_co_u32: carry_op([&](unsigned l) { return u64(A(l)) + B(l); }); break;
