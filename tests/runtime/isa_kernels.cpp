@@ -790,15 +790,17 @@ namespace {
 // from AMDGPUUsage's "Code Object V5 Metadata" table (llvm-readelf-19 --notes of the corpus lists
 // the same ones after the explicit arguments): block counts (u32) at 0/4/8, group sizes (u16) at
 // 12/14/16, remainders (u16) at 18/20/22, global offsets (u64) at 40/48/56, grid dims (u16) at
-// 64, hostcall buffer 80, multigrid sync 88, heap 96, default queue 104, completion action 112
-// (null: none of them exists here), dynamic LDS size (u32) at 120, queue pointer (u64) at 200.
-std::vector<std::uint32_t> expected_implicit(rt::grid g, rt::block b, std::uint64_t queue_ptr) {
+// 64, hostcall buffer 80, multigrid sync 88, default queue 104, completion action 112 (null: none
+// of them exists here), heap 96 (the agent's device heap: tests/runtime/gfx_on_emulator.cpp checks
+// the memory behind it), dynamic LDS size (u32) at 120, queue pointer (u64) at 200.
+std::vector<std::uint32_t> expected_implicit(rt::grid g, rt::block b, std::uint64_t queue_ptr, std::uint64_t heap) {
   std::vector<std::uint32_t> e(64, 0);
   e[0] = g.x / b.x, e[1] = g.y / b.y, e[2] = g.z / b.z;
   e[3] = b.x | std::uint32_t(b.y) << 16;
   e[4] = b.z | (g.x % b.x) << 16;
   e[5] = (g.y % b.y) | (g.z % b.z) << 16;
   e[16] = g.z > 1 ? 3 : g.y > 1 ? 2 : 1;
+  e[24] = static_cast<std::uint32_t>(heap), e[25] = static_cast<std::uint32_t>(heap >> 32);
   e[50] = static_cast<std::uint32_t>(queue_ptr), e[51] = static_cast<std::uint32_t>(queue_ptr >> 32);
   return e;
 }
@@ -814,6 +816,8 @@ TEST_CASE("hidden arguments as clang-19's kernels read them: the v5 layout, the 
     const auto bytes = read_file(corpus_path(t->processor, v));
     auto exe = gpu.load(std::span<const std::byte>(bytes));
     const auto implicit = exe.get_untyped_kernel("implicit");
+    // implicit lists hidden_heap_v1 (it reads the whole hidden area), so the load made the heap.
+    CHECK(implicit.hidden.heap_va != 0);
     const auto vadd = exe.get_untyped_kernel("vadd");
     const rt::grid g{1000, 3, 1};
     const rt::block b{64, 2, 1};
@@ -828,7 +832,7 @@ TEST_CASE("hidden arguments as clang-19's kernels read them: the v5 layout, the 
       auto w = q.try_wait(q.dispatch(implicit, g, b, out), std::chrono::seconds(60));
       INFO(std::string(w.detail()));
       REQUIRE(w.has_value());
-      const auto want = expected_implicit(g, b, q.amd_queue_address().value);
+      const auto want = expected_implicit(g, b, q.amd_queue_address().value, implicit.hidden.heap_va);
       for (int i = 0; i < 64; ++i) {
         CAPTURE(i);
         CHECK(out[i] == want[i]);
@@ -872,7 +876,7 @@ TEST_CASE("hidden arguments as clang-19's kernels read them: the v5 layout, the 
       auto w = q.try_wait(q.dispatch(implicit, g, b, out), std::chrono::seconds(60));
       INFO(std::string(w.detail()));
       REQUIRE(w.has_value());
-      const auto want = expected_implicit(g, b, 0);
+      const auto want = expected_implicit(g, b, 0, implicit.hidden.heap_va);
       for (int i = 0; i < 64; ++i) {
         CAPTURE(i);
         CHECK(out[i] == want[i]);

@@ -36,6 +36,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -96,8 +97,20 @@ class agent {
                                                   "code::fat_binary::try_select");
     auto alloc = std::make_unique<detail::code_allocator>(s_->sys->ref(), *s_->node);
     AQUEDUCT_TRY(auto exe, code::try_load(co, *alloc));
-    return executable(std::move(alloc), std::move(exe), emulated(), keep_);
+    bool wants_heap = false;
+    for (const auto& k : exe.kernels())
+      for (const auto& a : k.args) wants_heap |= a.value_kind == "hidden_heap_v1";
+    std::uint64_t heap = 0;
+    if (wants_heap) {
+      AQUEDUCT_TRY(heap, try_device_heap());
+    }
+    return executable(std::move(alloc), std::move(exe), emulated(), keep_, heap);
   }
+  // The bytes of the device heap hidden_heap_v1 points at: CLR's HeapBufferSize, 128 KiB
+  // (ROCm/clr rocclr/device/rocm/rocdevice.cpp Device::HiddenHeapAlloc). It holds the device
+  // library's allocator state (ockl's heap_t, ROCm-Device-Libs ockl/src/dm.cl: 108,552 bytes in
+  // ROCm 5.2, 108,688 from 5.7), which __ockl_dm_init_v1 zeroes before first use.
+  static constexpr std::uint64_t device_heap_bytes = 128 * 1024;
   // The bytes of one ELF code object.
   [[nodiscard]] result<executable> try_load(std::span<const std::byte> code_object_bytes) const {
     if (auto kind = bundle_kind(code_object_bytes); !kind.empty())
@@ -169,6 +182,22 @@ class agent {
     if (starts(std::string_view(abi::offload_bundle_magic, sizeof abi::offload_bundle_magic - 1))) return "an offload bundle";
     if (starts("CCOB")) return "a compressed offload bundle (CCOB)";
     return {};
+  }
+
+  // The agent's device heap (made once, under the agent's lock): VRAM the CPU can map, so it is
+  // zeroed here rather than by a kernel (CLR zeroes it with __amd_rocclr_initHeap's
+  // __ockl_dm_init_v1). No initial slabs: their fields' offsets differ between device-library
+  // versions (Debian's 5.2.3 has none), and an all-zero heap is valid for every version.
+  [[nodiscard]] result<std::uint64_t> try_device_heap() const {
+    std::lock_guard lock(s_->mu);
+    if (!s_->device_heap) {
+      AQUEDUCT_TRY(auto bo, kfd::buffer<detail::file_type>::try_allocate(s_->sys->ref(), *s_->node, byte_count(device_heap_bytes),
+                                                                          kfd::memory_use::device_host_visible));
+      if (!bo.host()) return failure(errc::not_supported, "the device heap (hidden_heap_v1) has no CPU mapping to zero it through");
+      std::memset(bo.host(), 0, device_heap_bytes);
+      s_->device_heap.emplace(std::move(bo));
+    }
+    return s_->device_heap->va().value;
   }
 
   detail::keep_alive keep_;  // the system state, shared (an agent stays usable after its system)

@@ -57,11 +57,14 @@ struct hidden_values {
 // the workgroup size, remainder = work-items of the partial last workgroup, grid dims =
 // dimensions, global offsets 0 (there is no grid offset here), the queue pointer = the AQL
 // queue's amd_queue (hsa_queue_t), the dynamic LDS size = dispatch_options::dynamic_lds_bytes.
-// Every other byte of the hidden area is zeroed, so nothing an earlier dispatch left in the
-// kernarg slot is read: the pointers CLR leaves null outside their features (printf/hostcall
-// buffers, multigrid sync, default queue, completion action) are null, and so is
-// hidden_heap_v1 — CLR points it at a device-malloc heap it initialises for the device
-// library's allocator; aqueduct has no device malloc (docs/isa.md).
+// hidden_heap_v1 = the agent's device heap (`heap_va`, set when the kernel is looked up): as CLR
+// for HIP (rocclr/device/rocm/rocdevice.cpp Device::HiddenHeapAlloc, once per device, on the
+// first dispatch of a kernel that lists it), 128 KiB of device memory, zeroed as
+// __ockl_dm_init_v1 zeroes it, allocated by agent::try_load for the first code object whose
+// kernels list it (docs/isa.md "Hidden arguments"). Every other byte of the hidden area is
+// zeroed, so nothing an earlier dispatch left in the kernarg slot is read: the pointers CLR leaves
+// null outside their features (printf/hostcall buffers, multigrid sync, default queue, completion
+// action) are null.
 struct hidden_arg_offsets {
   std::int32_t block_count[3] = {-1, -1, -1};  // u32
   std::int32_t group_size[3] = {-1, -1, -1};   // u16
@@ -69,8 +72,10 @@ struct hidden_arg_offsets {
   std::int32_t grid_dims = -1;                 // u16
   std::int32_t queue_ptr = -1;                 // u64
   std::int32_t dynamic_lds_size = -1;          // u32
+  std::int32_t heap = -1;                      // u64
   std::int32_t begin = -1;                     // the first hidden byte (the area zeroed)
   bool any = false;                            // at least one hidden argument is listed
+  std::uint64_t heap_va = 0;                   // what hidden_heap_v1 gets (the agent's device heap)
   [[nodiscard]] static hidden_arg_offsets of(std::span<const code::kernel_arg> args) {
     hidden_arg_offsets h;
     static constexpr const char* xyz[3] = {"_x", "_y", "_z"};
@@ -86,6 +91,7 @@ struct hidden_arg_offsets {
       if (a.value_kind == "hidden_grid_dims") h.grid_dims = off;
       if (a.value_kind == "hidden_queue_ptr") h.queue_ptr = off;
       if (a.value_kind == "hidden_dynamic_lds_size") h.dynamic_lds_size = off;
+      if (a.value_kind == "hidden_heap_v1") h.heap = off;
     }
     h.any = h.begin >= 0;
     return h;
@@ -110,6 +116,7 @@ struct hidden_arg_offsets {
       at(remainder[d], std::uint16_t{0});
     }
     at(grid_dims, std::uint16_t{3});
+    at(heap, heap_va);
   }
   AQUEDUCT_NOINLINE void put_listed(std::byte* slot, std::uint32_t kernarg_size, grid g, block b, hidden_values v) const noexcept {
     if (std::uint32_t(begin) < kernarg_size) std::memset(slot + begin, 0, kernarg_size - std::uint32_t(begin));
@@ -126,6 +133,7 @@ struct hidden_arg_offsets {
     at(grid_dims, static_cast<std::uint16_t>(g.z > 1 ? 3 : g.y > 1 ? 2 : 1));
     at(queue_ptr, v.queue_ptr);
     at(dynamic_lds_size, v.dynamic_lds_bytes);
+    at(heap, heap_va);
   }
 };
 
@@ -225,10 +233,11 @@ class executable {
  public:
   using loaded_type = code::loaded_executable<detail::code_allocator>;
   executable() = default;
+  // `heap_va`: the agent's device heap, for the kernels that list hidden_heap_v1 (0: none listed).
   executable(std::unique_ptr<detail::code_allocator> alloc, loaded_type exe, bool emulated,
-             std::shared_ptr<const void> keep = {}) noexcept
+             std::shared_ptr<const void> keep = {}, std::uint64_t heap_va = 0) noexcept
       : keep_(std::move(keep)), alloc_(std::move(alloc)), exe_(std::make_unique<loaded_type>(std::move(exe))),
-        emulated_(emulated), loaded_(std::make_shared<std::atomic<bool>>(true)) {}
+        emulated_(emulated), loaded_(std::make_shared<std::atomic<bool>>(true)), heap_va_(heap_va) {}
   executable(executable&&) noexcept = default;
   executable& operator=(executable&& o) noexcept {
     if (this != &o) {
@@ -236,6 +245,7 @@ class executable {
       alloc_ = std::move(o.alloc_);
       exe_ = std::move(o.exe_);
       emulated_ = o.emulated_;
+      heap_va_ = o.heap_va_;
       keep_ = std::move(o.keep_);
       on_unload_ = std::move(o.on_unload_);
       loaded_ = std::move(o.loaded_);
@@ -280,9 +290,11 @@ class executable {
     return failure(errc::not_found, "no kernel '" + std::string(name) + "' in this executable (has: " + known + ")");
   }
   [[nodiscard]] untyped_kernel info_of(const code::loaded_kernel& k) const {
+    hidden_arg_offsets h = hidden_arg_offsets::of(k.args);
+    h.heap_va = heap_va_;
     return untyped_kernel{k.name,          k.kernel_object, static_cast<std::uint32_t>(k.kernarg_segment_size),
                           k.group_segment_fixed_size, dispatch_private_segment_size(k), k.code_kind, k.descriptor,
-                          std::span<const code::kernel_arg>(k.args), hidden_arg_offsets::of(k.args), loaded_};
+                          std::span<const code::kernel_arg>(k.args), h, loaded_};
   }
 
   std::shared_ptr<const void> keep_;  // the system (declared first: released last)
@@ -298,6 +310,7 @@ class executable {
   std::unique_ptr<loaded_type> exe_;
   bool emulated_ = false;
   std::shared_ptr<std::atomic<bool>> loaded_;
+  std::uint64_t heap_va_ = 0;
 };
 
 }  // namespace aqueduct::runtime

@@ -78,6 +78,9 @@ struct agent_state {
   std::optional<kfd::buffer<file_type>> signal_memory;
   std::optional<kfd::event<file_type>> signal_event;
   std::unique_ptr<sync::signal_pool> signals;
+  // The device heap hidden_heap_v1 points at (agent::try_load: made for the first code object
+  // whose kernels list it, then shared by every kernel of this agent, as CLR's per-device heap).
+  std::optional<kfd::buffer<file_type>> device_heap;
 };
 
 // Shared by the system and everything made from it (agents, queues, buffers, executables,
