@@ -106,6 +106,24 @@ TEST_CASE("bug 10: a gfx1030 code object on a gfx1100 agent, and a gfx1100 one o
   }
 }
 
+namespace {
+// A code object tests/runtime/CMakeLists.txt built with clang-19: <dir>/<name>-<arch>.co.
+std::vector<std::byte> fixture(const char* dir, const char* name, const char* arch) {
+  const std::string path = std::string(dir) + "/" + name + "-" + arch + ".co";
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), path);
+  std::vector<std::byte> bytes;
+  for (char ch; in.get(ch);) bytes.push_back(static_cast<std::byte>(ch));
+  return bytes;
+}
+// The emulated machines the fixtures are built for: gfx11 wave32 and gfx9 wave64.
+struct isa_machine {
+  const char* machine;
+  const char* arch;
+};
+constexpr isa_machine isa_machines[] = {{"rx7900xtx", "gfx1100"}, {"mi300x", "gfx942"}};
+}  // namespace
+
 // PM4 DISPATCH_INDIRECT of clang-built machine code: the queue has the GPU copy the counts into
 // the kernel's code object v5 hidden_block_count_x/y/z (COPY_DATA) before the dispatch, so
 // gridDim is right although the host never knew the grid. griddim.hip writes
@@ -114,16 +132,9 @@ TEST_CASE("bug 10: a gfx1030 code object on a gfx1100 agent, and a gfx1100 one o
 TEST_CASE("dispatch_indirect of a clang-built kernel: the hidden block counts are the counts the GPU read") {
   const char* dir = std::getenv("AQUEDUCT_RT_GRIDDIM_DIR");
   REQUIRE(dir != nullptr);
-  struct m {
-    const char* machine;
-    const char* arch;
-  };
-  for (const m& x : {m{"rx7900xtx", "gfx1100"}, m{"mi300x", "gfx942"}}) {
+  for (const auto& x : isa_machines) {
     INFO("machine " << std::string(x.machine));
-    std::ifstream in(std::string(dir) + "/griddim-" + x.arch + ".co", std::ios::binary);
-    REQUIRE(in.good());
-    std::vector<std::byte> bytes;
-    for (char ch; in.get(ch);) bytes.push_back(static_cast<std::byte>(ch));
+    const auto bytes = fixture(dir, "griddim", x.arch);
     auto sys = rt::system::open({.machine = x.machine});
     const auto& gpu = sys.default_agent();
     auto exe = gpu.load(std::span<const std::byte>(bytes));
@@ -165,16 +176,9 @@ TEST_CASE("dispatch_indirect of a clang-built kernel: the hidden block counts ar
 TEST_CASE("hidden_heap_v1: one zeroed 128 KiB device heap per agent, the same through AQL, PM4 and every executable") {
   const char* dir = std::getenv("AQUEDUCT_RT_GRIDDIM_DIR");
   REQUIRE(dir != nullptr);
-  struct m {
-    const char* machine;
-    const char* arch;
-  };
-  for (const m& x : {m{"rx7900xtx", "gfx1100"}, m{"mi300x", "gfx942"}}) {
+  for (const auto& x : isa_machines) {
     INFO("machine " << std::string(x.machine));
-    std::ifstream in(std::string(dir) + "/heap-" + x.arch + ".co", std::ios::binary);
-    REQUIRE(in.good());
-    std::vector<std::byte> bytes;
-    for (char ch; in.get(ch);) bytes.push_back(static_cast<std::byte>(ch));
+    const auto bytes = fixture(dir, "heap", x.arch);
     auto sys = rt::system::open({.machine = x.machine});
     const auto& gpu = sys.default_agent();
     auto exe = gpu.load(std::span<const std::byte>(bytes));
