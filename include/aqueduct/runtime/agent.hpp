@@ -31,6 +31,7 @@
 #include <aqueduct/runtime/signal.hpp>
 #include <aqueduct/sync/signal.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -97,9 +98,9 @@ class agent {
                                                   "code::fat_binary::try_select");
     auto alloc = std::make_unique<detail::code_allocator>(s_->sys->ref(), *s_->node);
     AQUEDUCT_TRY(auto exe, code::try_load(co, *alloc));
-    bool wants_heap = false;
-    for (const auto& k : exe.kernels())
-      for (const auto& a : k.args) wants_heap |= a.value_kind == "hidden_heap_v1";
+    // The kernels' hidden arguments as the dispatch path reads them: does any list hidden_heap_v1?
+    const bool wants_heap =
+        std::ranges::any_of(exe.kernels(), [](const code::loaded_kernel& k) { return hidden_arg_offsets::of(k.args).heap >= 0; });
     std::uint64_t heap = 0;
     if (wants_heap) {
       AQUEDUCT_TRY(heap, try_device_heap());
