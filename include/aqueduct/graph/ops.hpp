@@ -42,6 +42,7 @@
 #include <coroutine>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <source_location>
 #include <span>
 #include <string>
@@ -392,20 +393,41 @@ class aql_barrier_op : public queue_op<aql_barrier_op, runtime::aql_t> {
   std::size_t n_;
 };
 
-// Waits on the host until a signal's value satisfies a condition (cancellable).
-class signal_awaiter {
+// co_await until(...): waits on the host until a signal's value satisfies a condition
+// (cancellable). The operation is its own awaiter: lower() gives it the run's context and returns
+// it (the temporary of the co_await expression lives until the co_await ends, across a
+// suspension), so a signal that already satisfies the condition — the common case — costs the
+// stop check, the load and the comparison: no copy of the operation, no call, and the reactor's
+// `pending` record is built only if the task suspends (bench_graph ready_signal).
+class until_op {
  public:
-  signal_awaiter(sync::signal_ref s, runtime::detail::agent_state* a, abi::signal_condition cond, std::int64_t v, context& c,
-                 std::source_location loc, bool recorded = false) noexcept
-      : s_(s), a_(a), cond_(cond), v_(v), ctx_(&c), loc_(loc), recorded_(recorded) {}
-  signal_awaiter(signal_awaiter&& o) noexcept
-      : s_(o.s_), a_(o.a_), cond_(o.cond_), v_(o.v_), ctx_(o.ctx_), loc_(o.loc_), recorded_(o.recorded_) {}
-  signal_awaiter& operator=(signal_awaiter&&) = delete;
-  ~signal_awaiter() { ctx_->r->unwatch(p_); }
+  until_op(sync::signal_ref s, runtime::detail::agent_state* a, abi::signal_condition cond, std::int64_t v) noexcept
+      : s_(s), a_(a), cond_(cond), v_(v) {}
+  // Before it is awaited (never once suspended: the reactor links the pending record by address).
+  until_op(until_op&& o) noexcept : s_(o.s_), a_(o.a_), cond_(o.cond_), v_(o.v_), ctx_(o.ctx_), loc_(o.loc_), state_(o.state_) {}
+  until_op& operator=(until_op&&) = delete;
+  ~until_op() {
+    if (state_ == watched) ctx_->r->unwatch(p_);
+  }
 
-  [[nodiscard]] bool await_ready() const noexcept { return recorded_ || holds(); }
+  [[nodiscard]] until_op&& lower(context& c, std::source_location loc) && {
+    lower_into(c, loc);
+    return std::move(*this);
+  }
+  [[nodiscard]] until_op& lower(context& c, std::source_location loc) & {
+    lower_into(c, loc);
+    return *this;
+  }
+
+  [[nodiscard]] bool await_ready() noexcept {
+    if (AQUEDUCT_UNLIKELY(state_ == recorded)) return true;
+    seen_ = s_.load(std::memory_order_acquire);
+    return abi::condition_holds(cond_, seen_, v_);
+  }
   void await_suspend(std::coroutine_handle<> h) noexcept {
-    p_.poll = [](pending& p) noexcept { return static_cast<const signal_awaiter*>(p.owner)->holds(); };
+    ::new (static_cast<void*>(&p_)) pending{};
+    state_ = watched;
+    p_.poll = [](pending& p) noexcept { return static_cast<const until_op*>(p.owner)->holds(); };
     p_.owner = this;
     p_.waiter = h;
     p_.stop = ctx_->stop;
@@ -416,46 +438,53 @@ class signal_awaiter {
     ctx_->r->watch(p_);
   }
   // The value seen (recorded: the value it will wait for).
-  std::int64_t await_resume() const {
-    if (recorded_) return v_;
+  std::int64_t await_resume() {
+    if (AQUEDUCT_LIKELY(state_ == lowered)) return seen_;  // ready at await_ready: the value it saw
+    return resumed();
+  }
+
+ private:
+  enum : std::uint8_t { lowered, recorded, watched };
+  void lower_into(context& c, std::source_location loc) {
+    if (AQUEDUCT_UNLIKELY(c.stop_requested())) throw_cancelled("wait for a signal", loc);
+    ctx_ = &c;
+    loc_ = loc;
+    if (AQUEDUCT_UNLIKELY(c.capturing())) {
+      record(c, loc);
+      return;
+    }
+    if (AQUEDUCT_UNLIKELY(state_ != lowered)) state_ = lowered;  // awaited again after a capture
+  }
+  // Inside capture(): a signal-wait node (the nodes after it wait for the signal on the device).
+  [[gnu::noinline]] void record(context& c, std::source_location loc) {
+    node n = signal_wait_node(s_, a_, cond_, v_);
+    n.where = loc;
+    (void)detail::record(*c.capture, std::move(n));
+    state_ = recorded;
+  }
+  [[nodiscard]] bool holds() const noexcept { return abi::condition_holds(cond_, s_.load(std::memory_order_acquire), v_); }
+  // After a suspension (or a recorded wait): the value now, or cancelled.
+  [[gnu::noinline]] std::int64_t resumed() {
+    if (state_ == recorded) return v_;
+    ctx_->r->unwatch(p_);
+    state_ = lowered;
     const std::int64_t v = s_.load(std::memory_order_acquire);
     if (!abi::condition_holds(cond_, v, v_) && ctx_->stop_requested())
       throw_failure(failure(errc::cancelled, "wait for a signal at " + where(loc_) + " ended: the run was asked to stop"));
     return v;
   }
-
- private:
-  [[nodiscard]] bool holds() const noexcept { return abi::condition_holds(cond_, s_.load(std::memory_order_acquire), v_); }
   sync::signal_ref s_;
   runtime::detail::agent_state* a_;
   abi::signal_condition cond_;
   std::int64_t v_;
+  // Set by lower() and await_ready (not before: each store is time on the ready path).
   context* ctx_;
   std::source_location loc_;
-  bool recorded_ = false;
-  pending p_{};
-};
-
-class until_op {
- public:
-  until_op(sync::signal_ref s, runtime::detail::agent_state* a, abi::signal_condition cond, std::int64_t v) noexcept
-      : s_(s), a_(a), cond_(cond), v_(v) {}
-  [[nodiscard]] signal_awaiter lower(context& c, std::source_location loc) const {
-    if (c.stop_requested()) throw_cancelled("wait for a signal", loc);
-    if (c.capturing()) {  // a signal-wait node: the nodes after it wait for the signal on the device
-      node n = signal_wait_node(s_, a_, cond_, v_);
-      n.where = loc;
-      (void)detail::record(*c.capture, std::move(n));
-      return signal_awaiter(s_, a_, cond_, v_, c, loc, true);
-    }
-    return signal_awaiter(s_, a_, cond_, v_, c, loc);
-  }
-
- private:
-  sync::signal_ref s_;
-  runtime::detail::agent_state* a_;
-  abi::signal_condition cond_;
-  std::int64_t v_;
+  std::uint8_t state_ = lowered;
+  std::int64_t seen_;  // the value await_ready read
+  union {
+    pending p_;  // built by await_suspend only (state_ == watched)
+  };
 };
 
 // A host function run by the task (eagerly: now, on the reactor's thread; captured: a host node).
@@ -696,7 +725,7 @@ struct awaitable_traits<runtime::ticket<K>> {
 // co_await of a runtime signal: until its value is 0 (a completion signal's end).
 template <>
 struct awaitable_traits<runtime::signal> {
-  static signal_awaiter lower(const runtime::signal& s, context& c, std::source_location loc) {
+  static until_op lower(const runtime::signal& s, context& c, std::source_location loc) {
     return until(s, abi::signal_condition::eq, 0).lower(c, loc);
   }
 };
