@@ -140,6 +140,51 @@ TEST_CASE("indirect mode: a fault inside the indirect buffer names the node and 
   CHECK(b[0] == 0);
 }
 
+// The host work of a launch (exec_state::launch_items: kernarg blocks written, segments, signals
+// reset, dwords submitted) must not grow with the node count in indirect mode: a 1-node and a
+// 2,000-node PM4 chain launch the same items, each replay; an update adds its one kernarg block to
+// the next launch of each slot, nothing more. Ring copy, for contrast, submits every packet.
+TEST_CASE("indirect mode: a launch goes through the same items for 1 and 2,000 nodes; an update adds one block") {
+  rig r;
+  constexpr std::uint32_t n = 64;
+  auto v = r.host_buffer(n);
+  for (std::uint32_t i = 0; i < n; ++i) v[i] = i;
+  std::vector<std::uint64_t> items, ring_items;
+  for (std::uint32_t k : {1u, 2000u}) {
+    g::node_id first{};
+    auto prog = [&]() -> g::task<void> {
+      for (std::uint32_t j = 0; j < k; ++j) {
+        const g::node_id id = co_await g::on(r.pm4).dispatch(r.add_k, rt::grid{n}, rt::block{64}, v, v, 1u, n);
+        if (j == 0) first = id;
+      }
+    };
+    const g::task_graph tg = g::capture(prog());
+    auto ib = g::instantiate(tg, {.replay_slots = 4, .wait = aq::sync::wait_policy::spin(), .trace = false, .mode = g::replay_mode::indirect});
+    std::uint64_t launched = 0;
+    for (int i = 0; i < 8; ++i) {  // every slot twice
+      ib.wait(ib.launch());
+      ++launched;
+      if (i > 0) CHECK(ib.state().launch_items == items.back());
+      if (i == 0) items.push_back(ib.state().launch_items);
+    }
+    // One argument update: the next launch of each of the 4 slots writes that node's block, once.
+    REQUIRE(ib.try_set_args(first, v, v, 2u, n));
+    for (int i = 0; i < 8; ++i) {
+      ib.wait(ib.launch());
+      ++launched;
+      CHECK(ib.state().launch_items == items.back() + (i < 4 ? 1 : 0));
+    }
+    // Each launch added k (the first node then 2 after its update: k + 1 per replay after it).
+    for (std::uint32_t i = 0; i < n; ++i) REQUIRE(v[i] == i + 8 * k + 8 * (k + 1));
+    auto ring = g::instantiate(tg, {.replay_slots = 4, .wait = aq::sync::wait_policy::spin()});
+    ring.wait(ring.launch());
+    ring_items.push_back(ring.state().launch_items);
+    for (std::uint32_t i = 0; i < n; ++i) v[i] = i;
+  }
+  CHECK(items[0] == items[1]);
+  CHECK(ring_items[1] >= ring_items[0] + 10 * 1999);  // ring copy: at least 10 dwords per dispatch
+}
+
 TEST_CASE("indirect mode: a replay makes no device-file call and no allocation") {
   auto dev = aq::emu::device::create(aq::emu::machine_config::parse("rx7900xtx"));
   auto counts = std::make_shared<device_counts>();

@@ -415,6 +415,7 @@ inline bool exec_graph::done(replay_ticket t) const noexcept {
 // Writes what changed since the slot last ran; resets its signals.
 inline result<void> exec_graph::prepare_slot(std::uint32_t slot) {
   detail::exec_state& s = *s_;
+  s.launch_items = s.log.size() - s.slot_log[slot] + s.segs.size() + s.signals_per_slot;
   for (std::size_t i = s.slot_log[slot]; i < s.log.size(); ++i) write_kernargs(s.log[i], slot);
   s.slot_log[slot] = s.log.size();
   // Drop what every slot has applied (in place: the log keeps its capacity).
@@ -434,9 +435,11 @@ inline result<void> exec_graph::prepare_slot(std::uint32_t slot) {
     }
   for (std::uint32_t i = 0; i < s.signals_per_slot; ++i) sync::atomic_store(s.signal(slot, i)->value, 1, std::memory_order_relaxed);
   for (detail::exec_segment& sg : s.segs)
-    if (!sg.body.empty())
+    if (!sg.body.empty()) {
+      s.launch_items += sg.loop_flag_bytes / 8;
       for (std::uint64_t w = 0; w < sg.loop_flag_bytes / 8; ++w)
         sync::atomic_store(static_cast<std::uint64_t*>(sg.body[slot].host())[w], std::uint64_t{0}, std::memory_order_relaxed);
+    }
   for (detail::exec_segment& sg : s.segs)
     if (sg.indirect()) sync::atomic_store(static_cast<std::uint64_t*>(sg.cursor.host())[slot], std::uint64_t{0}, std::memory_order_relaxed);
   return ok();
@@ -451,6 +454,7 @@ inline result<void> exec_graph::submit_slot(std::uint32_t slot) {
       case queue_type::aql: {
         auto& q = static_cast<runtime::queue*>(sg.q.queue)->aql();
         const auto total = static_cast<std::uint32_t>(c.aql.size());
+        s.launch_items += total;
         for (std::uint32_t at = 0; at < total;) {  // more packets than the ring holds: several reservations
           const std::uint32_t n = std::min(total - at, q.size());
           auto r = q.try_reserve(n, sync::infinite);
@@ -463,13 +467,15 @@ inline result<void> exec_graph::submit_slot(std::uint32_t slot) {
         break;
       }
       case queue_type::pm4: {
-        auto t = static_cast<runtime::pm4_queue*>(sg.q.queue)->try_submit(sg.indirect() ? sg.ib_submit[slot] : c.cmds, sync::infinite,
-                                                                           &sg.submitted_at[slot]);
+        const runtime::command_buffer& cmds = sg.indirect() ? sg.ib_submit[slot] : c.cmds;
+        s.launch_items += cmds.size();
+        auto t = static_cast<runtime::pm4_queue*>(sg.q.queue)->try_submit(cmds, sync::infinite, &sg.submitted_at[slot]);
         if (!t) return std::move(t).get_failure();
         break;
       }
       case queue_type::sdma: {
         auto& q = *static_cast<runtime::sdma_queue*>(sg.q.queue);
+        s.launch_items += sg.indirect() ? sg.ib_refs[slot].size() * abi::sdma::indirect::dwords : c.cmds.size();
         auto t = sg.indirect() ? q.try_submit_indirect(sg.ib_refs[slot], sync::infinite, &sg.submitted_at[slot])
                                : q.try_submit(c.cmds, sync::infinite, &sg.submitted_at[slot]);
         if (!t) return std::move(t).get_failure();

@@ -111,6 +111,11 @@ struct exec_state {
   std::vector<std::uint64_t> launch_start, launch_end;  // trace mode: per slot, the host launch span
   std::vector<bool> relower;                  // per segment: an update changed its packets
   std::vector<std::vector<bool>> seg_stale;   // per slot, per segment
+  // What the last launch went through: kernarg blocks written, segments, signals and flag words
+  // reset, packets (AQL) or dwords (PM4, SDMA) submitted. Independent of the node count in
+  // indirect mode when no update is pending (tests/graph/indirect.cpp); sums of loop bounds, not a
+  // count kept per item.
+  std::uint64_t launch_items = 0;
   std::optional<failure> failed;
 
   [[nodiscard]] abi::amd_signal* signal(std::uint32_t slot, std::uint32_t i) const noexcept {
