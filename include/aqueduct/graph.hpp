@@ -19,6 +19,7 @@
 #include <aqueduct/graph/ops.hpp>
 #include <aqueduct/graph/reactor.hpp>
 #include <aqueduct/graph/replay.hpp>
+#include <aqueduct/graph/save.hpp>
 #include <aqueduct/graph/stop.hpp>
 #include <aqueduct/graph/sync_wait.hpp>
 #include <aqueduct/graph/task.hpp>

@@ -113,6 +113,26 @@ TEST_CASE("a bundle entry selected for an agent loads the same way") {
   CHECK(exe.kernel("vadd").kernarg_segment_size == 288);
 }
 
+TEST_CASE("code_digest: FNV-1a 64 of the code object; equal for the same file, different for other code") {
+  // The published FNV-1a 64 test vectors (http://www.isthe.com/chongo/tech/comp/fnv/).
+  CHECK(code::fnv1a64(std::string_view("")) == 0xcbf29ce484222325ull);
+  CHECK(code::fnv1a64(std::string_view("a")) == 0xaf63dc4c8601ec8cull);
+  CHECK(code::fnv1a64(std::string_view("foobar")) == 0x85944171f73967e8ull);
+  host_allocator alloc;
+  auto load = [&](const char* f) {
+    auto b = fx::bytes(f);
+    auto exe = code::try_load(code::code_object::parse(b), alloc).value();
+    return std::pair{exe.kernel("vadd").code_digest, code::fnv1a64(code::byte_span(b))};
+  };
+  const auto [a1, file_a] = load("elf/vadd-gfx1100.hsaco");
+  const auto [a2, file_a2] = load("elf/vadd-gfx1100.hsaco");
+  const auto [b1, file_b] = load("elf/vadd-gfx90a.hsaco");
+  CHECK(a1 == file_a);  // the digest of the file's bytes as read
+  CHECK(a1 == a2);
+  CHECK(b1 == file_b);
+  CHECK(a1 != b1);
+}
+
 TEST_CASE("gfx code without an interpreter is refused on the emulated device; host kernels are refused on a real GPU") {
   auto b = fx::bytes("elf/vadd-gfx906.hsaco");
   host_allocator alloc;

@@ -97,6 +97,17 @@ inline std::string hex(std::uint64_t v) {
   return buf;
 }
 
+// FNV-1a, 64-bit (offset basis 14695981039346656037, prime 1099511628211: the published FNV
+// parameters, http://www.isthe.com/chongo/tech/comp/fnv/): a digest that tells two code objects
+// apart (graph/save.hpp records it per kernel), not a cryptographic hash. `h` continues a digest.
+[[nodiscard]] constexpr std::uint64_t fnv1a64(byte_span bytes, std::uint64_t h = 14695981039346656037ull) noexcept {
+  for (std::byte b : bytes) h = (h ^ static_cast<std::uint8_t>(b)) * 1099511628211ull;
+  return h;
+}
+[[nodiscard]] inline std::uint64_t fnv1a64(std::string_view text, std::uint64_t h = 14695981039346656037ull) noexcept {
+  return fnv1a64(byte_span(reinterpret_cast<const std::byte*>(text.data()), text.size()), h);
+}
+
 // The most try_read_file reads unless told otherwise (the largest offload bundles seen are a few
 // hundred MiB).
 inline constexpr std::uint64_t default_max_file_bytes = std::uint64_t{1} << 30;

@@ -70,6 +70,10 @@ struct loaded_kernel {
   kernel_code_kind code_kind = kernel_code_kind::gfx_isa;
   std::string processor;    // gfx ISA: the code object's processor; emulated: "emulated"
   std::string host_kernel;  // emulated: the host_kernel_registry name
+  // What the code is (code::fnv1a64): gfx ISA, of the whole code object's bytes; emulated, of the
+  // kernel's name, descriptor and argument layout (a host function has no bytes to compare).
+  // graph/save.hpp compares it at load.
+  std::uint64_t code_digest = 0;
   [[nodiscard]] bool runs_on_emulator() const noexcept { return code_kind == kernel_code_kind::emulated_host; }
 };
 
@@ -233,6 +237,7 @@ result<loaded_executable<A>> try_load(const code_object& co, A& alloc) {
   }
   AQUEDUCT_TRY_VOID(detail::apply_relocations(co, mem.host, mem.va.value, lo, span));
   const std::string proc = target_of(co).to_string();
+  const std::uint64_t digest = fnv1a64(co.elf().bytes());
   std::vector<loaded_kernel> ks;
   for (const auto& k : co.kernels()) {
     const std::string who = "kernel " + std::string(k.name);
@@ -262,6 +267,7 @@ result<loaded_executable<A>> try_load(const code_object& co, A& alloc) {
     lk.args = km->args;
     lk.code_kind = kernel_code_kind::gfx_isa;
     lk.processor = proc;
+    lk.code_digest = digest;
     if (lk.descriptor.kernarg_size != 0 && lk.descriptor.kernarg_size > lk.kernarg_segment_size)
       return load_bad(who + ": descriptor kernarg_size " + std::to_string(lk.descriptor.kernarg_size) + " > metadata .kernarg_segment_size " +
                       std::to_string(lk.kernarg_segment_size));
@@ -318,6 +324,14 @@ result<loaded_executable<A>> try_load(const emulated_code_object& eco, A& alloc)
     lk.code_kind = kernel_code_kind::emulated_host;
     lk.processor = "emulated";
     lk.host_kernel = k.host_kernel;
+    // (not the registry name: each load registers its functions under a name of its own)
+    std::uint64_t h = fnv1a64(k.name);
+    h = fnv1a64(byte_span(reinterpret_cast<const std::byte*>(&k.descriptor), sizeof k.descriptor), h);
+    for (const kernel_arg& a : k.args) {
+      const std::uint64_t layout[2] = {a.offset, a.size};
+      h = fnv1a64(byte_span(reinterpret_cast<const std::byte*>(layout), sizeof layout), fnv1a64(a.value_kind, h));
+    }
+    lk.code_digest = h;
     ks.push_back(std::move(lk));
   }
   return loaded_executable<A>(alloc, mem, std::move(ks), 0);

@@ -67,7 +67,7 @@ namespace aqueduct::graph {
     sp.end_ns = e;
     sp.flow = flow;
     sp.args = "\"node\":" + std::to_string(n) + ",\"replay\":" + std::to_string(t.sequence) +
-              (x.where.line() ? ",\"at\":\"" + detail::short_file(x.where) + "\"" : std::string());
+              (!x.location().empty() ? ",\"at\":\"" + x.location() + "\"" : std::string());
     out.device(std::move(sp));
     out.name_process(x.queue.gpu_id, "GPU gpu_id " + std::to_string(x.queue.gpu_id));
     out.name_thread(x.queue.gpu_id, x.queue.queue_id + 1, detail::queue_name(x.queue));

@@ -494,6 +494,12 @@ class host_op {
 
  public:
   explicit host_op(F f) : f_(std::move(f)) {}
+  // A label for the host node it records (DOT, traces, errors; a saved graph's load gives the
+  // function again by this label, graph/save.hpp).
+  host_op&& label(std::string l) && {
+    label_ = std::move(l);
+    return std::move(*this);
+  }
   struct awaiter {
     F f;
     bool run = true;      // false: recorded, not run now
@@ -524,6 +530,7 @@ class host_op {
         node n;  // a host node: run by the reactor at each replay, between its neighbours
         n.kind = node_kind::host;
         n.fn = std::function<void()>(f_);
+        n.label = std::move(label_);
         n.where = loc;
         (void)detail::record(*c.capture, std::move(n));
         return awaiter{std::move(f_), false};
@@ -538,6 +545,7 @@ class host_op {
 
  private:
   F f_;
+  std::string label_;
 };
 
 template <class Q>

@@ -127,6 +127,7 @@ struct node {
   queue_binding queue{};
   std::string label;
   std::source_location where{};
+  std::string at;  // a loaded node (graph/save.hpp): where it was captured, "file.cpp:42" (`where` is empty)
   std::vector<std::uint32_t> deps;  // indices of the nodes this one waits for
   bool enabled = true;
 
@@ -161,6 +162,8 @@ struct node {
 
   // "kernel 'vadd' (label) at file.cpp:42 on AQL queue 3"
   [[nodiscard]] std::string describe() const;
+  // "file.cpp:42": where it was captured (empty: not known)
+  [[nodiscard]] std::string location() const;
 };
 
 class task_graph {
@@ -195,6 +198,10 @@ class task_graph {
   void name(std::string n, const runtime::buffer<T>& b) {
     bindings_.push_back(binding{std::move(n), b.va(), b.size_bytes(), b.bo().gpu_id()});
   }
+  // The same for a range (graph/save.hpp names the buffers of a loaded graph so).
+  void name_range(std::string n, gpu_va va, std::uint64_t bytes, std::uint32_t gpu_id) {
+    bindings_.push_back(binding{std::move(n), va, bytes, gpu_id});
+  }
   [[nodiscard]] const std::vector<binding>& bindings() const noexcept { return bindings_; }
 
   // Graphviz DOT: one box per node (kind, label, queue, source line), one arrow per edge,
@@ -224,10 +231,12 @@ inline std::string node::describe() const {
   if (kind == node_kind::kernel) s += (counts ? " (indirect) '" : " '") + kernel.name + "'";
   if (kind == node_kind::conditional) s += std::string(" ") + to_string(condition);
   if (!label.empty()) s += " \"" + label + "\"";
-  if (where.line()) s += " at " + detail::short_file(where);
+  if (const std::string l = location(); !l.empty()) s += " at " + l;
   if (queue.type != queue_type::none) s += " on " + detail::queue_name(queue);
   return s;
 }
+
+inline std::string node::location() const { return where.line() ? detail::short_file(where) : at; }
 
 inline std::string task_graph::to_dot() const {
   const auto esc = [](std::string v) {
@@ -267,7 +276,7 @@ inline std::string task_graph::to_dot() const {
       text += std::string(" ") + to_string(n.condition) + " (" + std::to_string(n.bodies.size()) + " bod" +
               (n.bodies.size() == 1 ? "y" : "ies") + ")";
     if (!n.label.empty()) text += "\\n" + esc(n.label);
-    if (n.where.line()) text += "\\n" + esc(detail::short_file(n.where));
+    if (const std::string l = n.location(); !l.empty()) text += "\\n" + esc(l);
     if (!n.enabled) text += "\\n(disabled)";
     out += "  n" + std::to_string(i) + " [label=\"" + text + "\"" + (n.queue.type == queue_type::none ? ", shape=ellipse" : "") +
            (n.enabled ? "" : ", style=dashed") + "];\n";
