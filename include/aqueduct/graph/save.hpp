@@ -567,12 +567,34 @@ class graph_loader {
     for (std::uint32_t i = 0; i < n && !r_.bad(); ++i) {
       if (++nodes_read_ > info_.nodes) return r_.fail("more nodes than the header says (" + std::to_string(info_.nodes) + ")");
       node x = read_node(i, depth);
+      if (!r_.bad()) check_queue(x, i);
       if (!r_.bad()) (void)g.add(std::move(x));
     }
   }
   [[nodiscard]] std::uint64_t nodes_read() const noexcept { return nodes_read_; }
 
  private:
+  // A kind on a queue the capture could have put it on (instantiation then lowers it).
+  void check_queue(const node& x, std::uint32_t index) {
+    const queue_type t = x.queue.type;
+    bool fits = false;
+    switch (x.kind) {
+      case node_kind::kernel: fits = t == queue_type::pm4 || (t == queue_type::aql && !x.counts); break;
+      case node_kind::copy:
+      case node_kind::fill: fits = t == queue_type::sdma; break;
+      case node_kind::timestamp: fits = t != queue_type::none; break;
+      case node_kind::conditional: fits = t == queue_type::pm4 || t == queue_type::sdma; break;
+      case node_kind::host:
+      case node_kind::child:
+      case node_kind::mem_alloc:
+      case node_kind::mem_free: fits = t == queue_type::none; break;
+      case node_kind::signal_wait:
+      case node_kind::signal_record: break;
+    }
+    if (!fits) r_.fail("node " + std::to_string(index) + ": a " + to_string(x.kind) + (x.counts ? " (indirect)" : "") + " node on " +
+                       (t == queue_type::none ? std::string("no queue") : std::string("an ") + to_string(t) + " queue"));
+  }
+
   node read_node(std::uint32_t index, std::uint32_t depth) {
     node x;
     const std::uint8_t kind = r_.u8();
