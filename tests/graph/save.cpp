@@ -23,46 +23,26 @@ using namespace graph_test;
 
 namespace {
 
-// x -> (AQL) y = a*x + b -> (SDMA) z = y -> (PM4) w = z + c, every buffer named.
-struct pipeline {
-  rig& r;
-  std::uint32_t n;
-  rt::buffer<std::uint32_t> x, y, z, w;
-  g::node_id k1{}, cp{}, k2{};
-  pipeline(rig& rr, std::uint32_t count, std::uint32_t seed)
-      : r(rr), n(count), x(r.host_buffer(n)), y(r.host_buffer(n)), z(r.host_buffer(n)), w(r.host_buffer(n)) {
-    for (std::uint32_t i = 0; i < n; ++i) x[i] = (i + seed) * 2654435761u;
-  }
-  g::task<void> run(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
-    k1 = co_await g::on(r.aql).dispatch(r.axpb_k, rt::grid{n}, rt::block{64}, y, x, a, b, n).label("scale");
-    cp = co_await g::on(r.sdma).copy(z, y).label("move");
-    k2 = co_await g::on(r.pm4).dispatch(r.add_k, rt::grid{n}, rt::block{64}, w, z, c, n).label("offset");
-  }
-  g::task_graph capture(std::uint32_t a, std::uint32_t b, std::uint32_t c) {
-    g::task_graph tg = g::capture(run(a, b, c));
-    tg.name("x", x);
-    tg.name("y", y);
-    tg.name("z", z);
-    tg.name("w", w);
-    return tg;
-  }
-  g::load_context context() const {
-    g::load_context ctx;
-    ctx.queue(r.aql).queue(r.sdma).queue(r.pm4).code(r.exe);
-    ctx.buffer("x", x).buffer("y", y).buffer("z", z).buffer("w", w);
-    return ctx;
-  }
-  std::uint32_t wrong(std::uint32_t a, std::uint32_t b, std::uint32_t c) const {
-    std::uint32_t bad = 0;
-    for (std::uint32_t i = 0; i < n; ++i) bad += w[i] != a * x[i] + b + c;
-    return bad;
-  }
-};
+// The pipeline (kernels.hpp) captured with every buffer named, and what a load of it is given.
+g::task_graph capture_named(pipeline& p, std::uint32_t a, std::uint32_t b, std::uint32_t c) {
+  g::task_graph tg = g::capture(p.run(a, b, c));
+  tg.name("x", p.x);
+  tg.name("y", p.y);
+  tg.name("z", p.z);
+  tg.name("w", p.w);
+  return tg;
+}
+g::load_context context_of(const pipeline& p) {
+  g::load_context ctx;
+  ctx.queue(p.r.aql).queue(p.r.sdma).queue(p.r.pm4).code(p.r.exe);
+  ctx.buffer("x", p.x).buffer("y", p.y).buffer("z", p.z).buffer("w", p.w);
+  return ctx;
+}
 
 std::vector<std::byte> saved_pipeline() {
   rig r;
   pipeline p(r, 300, 1);
-  return g::try_save(p.capture(3, 4, 5), {&r.exe}).value();
+  return g::try_save(capture_named(p, 3, 4, 5), {&r.exe}).value();
 }
 
 }  // namespace
@@ -70,7 +50,7 @@ std::vector<std::byte> saved_pipeline() {
 TEST_CASE("a saved graph loads in another system, keeps its nodes, and replays what the original computes") {
   rig r1;
   pipeline p1(r1, 300, 1);
-  const g::task_graph tg = p1.capture(3, 4, 5);
+  const g::task_graph tg = capture_named(p1, 3, 4, 5);
   auto bytes = g::try_save(tg, {&r1.exe});
   REQUIRE(bytes);
 
@@ -96,7 +76,7 @@ TEST_CASE("a saved graph loads in another system, keeps its nodes, and replays w
   rig r2;
   pipeline p2(r2, 300, 2);
   CHECK(p2.x.va() != p1.x.va());
-  auto loaded = g::try_load_graph(*bytes, p2.context());
+  auto loaded = g::try_load_graph(*bytes, context_of(p2));
   REQUIRE_MESSAGE(loaded, (loaded ? "" : loaded.get_failure().describe()));
   REQUIRE(loaded->size() == 3);
   for (std::uint32_t i = 0; i < 3; ++i) {
@@ -105,7 +85,7 @@ TEST_CASE("a saved graph loads in another system, keeps its nodes, and replays w
     CHECK(loaded->nodes()[i].deps == tg.nodes()[i].deps);
     CHECK(loaded->nodes()[i].location() == tg.nodes()[i].location());
   }
-  CHECK(contains(loaded->nodes()[0].describe(), "save.cpp:"));
+  CHECK(contains(loaded->nodes()[0].describe(), "kernels.hpp:"));  // the pipeline's co_await
   CHECK(contains(loaded->to_dot(), "scale"));
 
   auto exec = g::exec_graph::try_instantiate(*loaded);
@@ -126,7 +106,7 @@ TEST_CASE("a saved graph loads in another system, keeps its nodes, and replays w
 TEST_CASE("an exec graph is saved as it is now: with its argument updates and bindings") {
   rig r1;
   pipeline p1(r1, 200, 1);
-  auto exec = g::instantiate(p1.capture(3, 4, 5));
+  auto exec = g::instantiate(capture_named(p1, 3, 4, 5));
   REQUIRE(exec.try_set_args(p1.k1, p1.y, p1.x, 7u, 8u, p1.n));
   REQUIRE(exec.try_set_grid(p1.k2, rt::grid{128}, rt::block{64}));  // only the first 128 elements get + c
   auto z2 = r1.host_buffer(200);
@@ -136,7 +116,7 @@ TEST_CASE("an exec graph is saved as it is now: with its argument updates and bi
 
   rig r2;
   pipeline p2(r2, 200, 3);
-  g::load_context ctx = p2.context();
+  g::load_context ctx = context_of(p2);
   auto loaded = g::try_load_graph(*bytes, ctx);
   REQUIRE(loaded);
   CHECK(loaded->nodes()[2].grid.x == 128);
@@ -275,7 +255,6 @@ TEST_CASE("load refuses queues, code, buffers and host functions that do not mat
   rig r;
   pipeline p(r, 300, 1);
   SUBCASE("too few queues: the message lists what the graph needs") {
-    g::load_context ctx = p.context();
     g::load_context few;
     few.queue(r.aql).queue(r.sdma).code(r.exe);
     auto l = g::try_load_graph(bytes, few);
@@ -358,7 +337,7 @@ TEST_CASE("a truncated or corrupted file is refused, never read past its end") {
   const std::vector<std::byte> bytes = saved_pipeline();
   rig r;
   pipeline p(r, 300, 1);
-  const g::load_context ctx = p.context();
+  const g::load_context ctx = context_of(p);
   REQUIRE(g::try_load_graph(bytes, ctx));
   // Every prefix (each is a truncation somewhere in the header, the tables or a node).
   std::size_t refused = 0;
@@ -403,23 +382,23 @@ TEST_CASE("save and load through a file: written whole, or not at all") {
   const auto dir = std::filesystem::temp_directory_path() / ("aqueduct-save-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "pipeline.aqgraph").string();
-  REQUIRE(g::try_save_file(path, p1.capture(2, 1, 0), {&r1.exe}));
+  REQUIRE(g::try_save_file(path, capture_named(p1, 2, 1, 0), {&r1.exe}));
   CHECK(std::filesystem::exists(path));
   CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
   rig r2;
   pipeline p2(r2, 64, 5);
-  auto loaded = g::try_load_graph_file(path, p2.context());
+  auto loaded = g::try_load_graph_file(path, context_of(p2));
   REQUIRE(loaded);
   auto exec = g::instantiate(*loaded);
   exec.wait(exec.launch());
   CHECK(p2.wrong(2, 1, 0) == 0);
   // A save that cannot write leaves nothing behind.
   const std::string nowhere = (dir / "no-such-dir" / "x.aqgraph").string();
-  auto s = g::try_save_file(nowhere, p1.capture(2, 1, 0), {&r1.exe});
+  auto s = g::try_save_file(nowhere, capture_named(p1, 2, 1, 0), {&r1.exe});
   REQUIRE_FALSE(s);
   CHECK(s.get_failure().code() == aq::errc::io_error);
   CHECK_FALSE(std::filesystem::exists(nowhere + ".tmp"));
-  auto missing = g::try_load_graph_file((dir / "absent.aqgraph").string(), p2.context());
+  auto missing = g::try_load_graph_file((dir / "absent.aqgraph").string(), context_of(p2));
   REQUIRE_FALSE(missing);
   CHECK(missing.get_failure().code() == aq::errc::io_error);
   std::filesystem::remove_all(dir);
