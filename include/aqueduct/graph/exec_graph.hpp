@@ -34,6 +34,7 @@
 #include <aqueduct/graph/detail/lower.hpp>
 #include <aqueduct/graph/detail/lower_sdma.hpp>
 #include <aqueduct/graph/detail/plan.hpp>
+#include <aqueduct/graph/detail/topology.hpp>
 #include <aqueduct/graph/task_graph.hpp>
 #include <aqueduct/kfd/events.hpp>
 #include <aqueduct/kfd/memory.hpp>
@@ -123,6 +124,9 @@ class exec_graph {
   // queues, edges); a different topology is re-instantiated (errc::not_supported names the first
   // difference when that is impossible).
   [[nodiscard]] result<void> try_update(const task_graph& g);
+  // What the last try_update did: whether it saw another topology, which segments it re-lowers,
+  // what it kept, or why it had to instantiate the whole graph anew (docs/graph.md "Updates").
+  [[nodiscard]] const update_report& last_update() const noexcept { return s_->last_update; }
 
   // ---- inspection ----------------------------------------------------------------------------------
   [[nodiscard]] const task_graph& graph() const noexcept { return s_->graph; }
@@ -158,6 +162,11 @@ class exec_graph {
   [[nodiscard]] result<void> prepare_slot(std::uint32_t slot);
   [[nodiscard]] result<void> submit_slot(std::uint32_t slot);
   void lower(std::uint32_t seg, std::uint32_t slot);
+  void lower_into(std::uint32_t seg, std::uint32_t slot, detail::segment_commands& out) const;
+  void set_mailboxes(std::uint32_t slot) noexcept;
+  [[nodiscard]] result<bool> try_update_topology(const task_graph& g);
+  [[nodiscard]] static result<void> check_kernel_node(const node& x);
+  [[nodiscard]] result<std::uint32_t> try_kernarg_room(runtime::detail::agent_state* agent, std::uint64_t bytes, std::uint64_t block_bytes);
   void write_kernargs(std::uint32_t node, std::uint32_t slot) noexcept;
   [[nodiscard]] detail::slot_view view(std::uint32_t slot) const noexcept;
   [[nodiscard]] bool slot_done(std::uint32_t slot) const noexcept;
@@ -172,6 +181,15 @@ class exec_graph {
 };
 
 // ---- instantiate ---------------------------------------------------------------------------------
+
+// What instantiation refuses in a kernel node (and a topology update in a new one).
+inline result<void> exec_graph::check_kernel_node(const node& x) {
+  if (x.queue.type == queue_type::pm4 && x.kernel.private_segment_size)
+    return failure(errc::not_supported, x.describe() + ": the kernel uses scratch, which PM4 dispatches do not set up yet");
+  if (x.args.size() > x.kernel.kernarg_size && x.kernel.kernarg_size)
+    return failure(errc::invalid_argument, x.describe() + ": more argument bytes than the kernel's kernarg segment");
+  return ok();
+}
 
 inline detail::slot_view exec_graph::view(std::uint32_t slot) const noexcept {
   detail::slot_view v;
@@ -198,30 +216,57 @@ inline detail::slot_view exec_graph::view(std::uint32_t slot) const noexcept {
   return v;
 }
 
-inline void exec_graph::lower(std::uint32_t seg, std::uint32_t slot) {
-  detail::exec_segment& sg = s_->segs[seg];
+// Segment `seg`'s packets for `slot`, without conditionals' body memory (lower() handles those),
+// into `out`: also how a topology update checks a re-lowered segment before it commits to it.
+inline void exec_graph::lower_into(std::uint32_t seg, std::uint32_t slot, detail::segment_commands& out) const {
+  const detail::exec_segment& sg = s_->segs[seg];
   detail::slot_view v = view(slot);
-  detail::segment_commands& out = sg.slots[slot];
+  if (sg.indirect()) v.cursor = sg.cursor.va() + byte_count(8ull * slot);
   switch (sg.q.type) {
     case queue_type::aql: detail::aql_lowering(s_->p, v, out).lower(seg); break;
-    case queue_type::pm4: {
-      auto& q = *static_cast<runtime::pm4_queue*>(sg.q.queue);
-      if (sg.indirect()) v.cursor = sg.cursor.va() + byte_count(8ull * slot);
-      detail::lower_pm4_segment(s_->p, v, sg, slot, s_->host_waited, seg, q);
-      if (sg.indirect()) detail::stage_indirect(sg, slot);
-      break;
-    }
+    case queue_type::pm4: detail::pm4_lowering(s_->p, v, out, s_->host_waited).lower(seg, *static_cast<runtime::pm4_queue*>(sg.q.queue)); break;
     case queue_type::sdma:
-      if (sg.indirect()) v.cursor = sg.cursor.va() + byte_count(8ull * slot);
-      if (!sg.body.empty()) v.loop_flags = detail::flag_memory(sg, slot);
       detail::sdma_lowering(s_->p, v, out, s_->host_waited).lower(seg, *static_cast<runtime::sdma_queue*>(sg.q.queue));
-      if (sg.indirect()) detail::stage_indirect(sg, slot);
       break;
     case queue_type::none: break;
   }
 }
 
+inline void exec_graph::lower(std::uint32_t seg, std::uint32_t slot) {
+  detail::exec_segment& sg = s_->segs[seg];
+  ++sg.lowerings;
+  if (sg.body.empty()) {
+    lower_into(seg, slot, sg.slots[slot]);
+  } else {  // conditionals: their bodies (PM4) and flag words in the slot's body memory
+    detail::slot_view v = view(slot);
+    if (sg.indirect()) v.cursor = sg.cursor.va() + byte_count(8ull * slot);
+    if (sg.q.type == queue_type::pm4) {
+      detail::lower_pm4_segment(s_->p, v, sg, slot, s_->host_waited, seg, *static_cast<runtime::pm4_queue*>(sg.q.queue));
+    } else {
+      v.loop_flags = detail::flag_memory(sg, slot);
+      detail::sdma_lowering(s_->p, v, sg.slots[slot], s_->host_waited).lower(seg, *static_cast<runtime::sdma_queue*>(sg.q.queue));
+    }
+  }
+  if (sg.indirect()) detail::stage_indirect(sg, slot);
+}
+
+// Slot `slot`'s event mailboxes: the done signals and the node signals a host node waits for name
+// the graph's KFD event (host waits sleep on it), the other node signals none.
+inline void exec_graph::set_mailboxes(std::uint32_t slot) noexcept {
+  detail::exec_state& s = *s_;
+  const std::uint32_t done_lo = s.p.node_signals, done_hi = done_lo + static_cast<std::uint32_t>(s.p.segments.size());
+  const auto put = [&](std::uint32_t i, bool on) {
+    abi::amd_signal& sig = *s.signal(slot, i);
+    sig.event_mailbox_ptr = on ? s.event.mailbox_va().value : 0;
+    sig.event_id = on ? s.event.id() : 0;
+  };
+  for (std::uint32_t i = 0; i < s.signals_per_slot; ++i) put(i, i >= done_lo && i < done_hi);
+  for (std::uint32_t n = 0; n < s.p.nodes.size(); ++n)
+    if (s.host_waited[n] && s.p.placed[n].signal != detail::no_index) put(s.p.placed[n].signal, true);
+}
+
 inline void exec_graph::write_kernargs(std::uint32_t n, std::uint32_t slot) noexcept {
+  if (n == detail::no_index) return;  // a node a topology update removed
   const node& x = s_->p.nodes[n];
   if (x.kind != node_kind::kernel) return;
   const detail::agent_memory& a = s_->agents[s_->node_agent[n]];
@@ -285,16 +330,14 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
   for (std::uint32_t i = 0; i < n; ++i) {
     const node& x = s.p.nodes[i];
     if (x.kind != node_kind::kernel) continue;
-    if (x.queue.type == queue_type::pm4 && x.kernel.private_segment_size)
-      return failure(errc::not_supported, x.describe() + ": the kernel uses scratch, which PM4 dispatches do not set up yet");
-    if (x.args.size() > x.kernel.kernarg_size && x.kernel.kernarg_size)
-      return failure(errc::invalid_argument, x.describe() + ": more argument bytes than the kernel's kernarg segment");
+    AQUEDUCT_TRY_VOID(check_kernel_node(x));
     const std::uint32_t a = agent_index(x.queue.agent);
     s.node_agent[i] = a;
     s.kernarg_offset[i] = s.agents[a].slot_bytes;
     s.agents[a].slot_bytes += detail::pm4_lowering::kernarg_bytes(x) + (x.queue.type == queue_type::pm4 ? 64 : 0);
   }
   for (detail::agent_memory& a : s.agents) {
+    a.used = a.slot_bytes;
     a.slot_bytes = std::max<std::uint64_t>((a.slot_bytes + 255) / 256 * 256, 256);
     AQUEDUCT_TRY(a.kernargs, kfd::buffer<detail::file_type>::try_allocate(a.agent->sys->ref(), *a.agent->node,
                                                                           byte_count(a.slot_bytes * o.replay_slots),
@@ -311,8 +354,10 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
     }
   }
   s.buffers.collect_all(s.p);  // buffer generations: the runtime buffers each node uses
-  // Signals: node signals, then one done signal per segment, per slot; visible to every GPU.
-  s.signals_per_slot = s.p.node_signals + static_cast<std::uint32_t>(s.p.segments.size());
+  // Signals: node signals, then one done signal per segment, then spares for a topology update's
+  // new cross-queue edges (exec_update.hpp), per slot; visible to every GPU.
+  s.signals_live = s.p.node_signals + static_cast<std::uint32_t>(s.p.segments.size());
+  s.signals_per_slot = s.signals_live + std::max<std::uint32_t>(8, s.p.node_signals / 4);
   runtime::detail::agent_state& first = *s.agents.front().agent;
   AQUEDUCT_TRY(s.signals, kfd::buffer<detail::file_type>::try_allocate(
                               first.sys->ref(), *first.node,
@@ -337,24 +382,16 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
     (void)ev;
   }
   // Which node signals a host node waits for (those carry the mailbox and raise the event).
-  s.host_waited.assign(n, false);
-  for (std::uint32_t h : s.p.host_nodes)
-    for (std::uint32_t w : s.p.placed[h].waits) s.host_waited[w] = true;
-  for (std::uint32_t slot = 0; slot < o.replay_slots; ++slot)
-    for (std::uint32_t i = 0; i < s.signals_per_slot; ++i) {
-      const bool mailbox = i >= s.p.node_signals;  // done signals always
-      sync::signal_ref::initialize(*s.signal(slot, i), 0, mailbox ? s.event.mailbox_va().value : 0, mailbox ? s.event.id() : 0);
-    }
-  for (std::uint32_t i = 0; i < n; ++i)
-    if (s.host_waited[i] && s.p.placed[i].signal != detail::no_index)
-      for (std::uint32_t slot = 0; slot < o.replay_slots; ++slot) {
-        abi::amd_signal& sig = *s.signal(slot, s.p.placed[i].signal);
-        sig.event_mailbox_ptr = s.event.mailbox_va().value;
-        sig.event_id = s.event.id();
-      }
+  s.host_waited = detail::host_waited(s.p);
+  for (std::uint32_t slot = 0; slot < o.replay_slots; ++slot) {
+    for (std::uint32_t i = 0; i < s.signals_per_slot; ++i) sync::signal_ref::initialize(*s.signal(slot, i), 0, 0, 0);
+    e.set_mailboxes(slot);
+  }
+  s.signals_dirty.assign(o.replay_slots, false);
+  s.flat_of_tag.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) s.flat_of_tag[i] = i;
   // Segments: prebuilt packets and kernargs for every slot.
   s.segs.resize(s.p.segments.size());
-  s.relower.assign(s.segs.size(), false);
   for (std::size_t i = 0; i < s.segs.size(); ++i) {
     s.segs[i].q = s.p.segments[i];
     s.segs[i].slots.resize(o.replay_slots);
@@ -415,7 +452,7 @@ inline bool exec_graph::done(replay_ticket t) const noexcept {
 // Writes what changed since the slot last ran; resets its signals.
 inline result<void> exec_graph::prepare_slot(std::uint32_t slot) {
   detail::exec_state& s = *s_;
-  s.launch_items = s.log.size() - s.slot_log[slot] + s.segs.size() + s.signals_per_slot;
+  s.launch_items = s.log.size() - s.slot_log[slot] + s.segs.size() + s.signals_live;
   for (std::size_t i = s.slot_log[slot]; i < s.log.size(); ++i) write_kernargs(s.log[i], slot);
   s.slot_log[slot] = s.log.size();
   // Drop what every slot has applied (in place: the log keeps its capacity).
@@ -433,7 +470,11 @@ inline result<void> exec_graph::prepare_slot(std::uint32_t slot) {
         return x.get_failure();
       }
     }
-  for (std::uint32_t i = 0; i < s.signals_per_slot; ++i) sync::atomic_store(s.signal(slot, i)->value, 1, std::memory_order_relaxed);
+  if (AQUEDUCT_UNLIKELY(s.signals_dirty[slot])) {  // a topology update gave signals to other nodes
+    set_mailboxes(slot);
+    s.signals_dirty[slot] = false;
+  }
+  for (std::uint32_t i = 0; i < s.signals_live; ++i) sync::atomic_store(s.signal(slot, i)->value, 1, std::memory_order_relaxed);
   for (detail::exec_segment& sg : s.segs)
     if (!sg.body.empty()) {
       s.launch_items += sg.loop_flag_bytes / 8;
@@ -544,7 +585,7 @@ inline std::optional<failure> exec_graph::fault(std::uint32_t slot) const {
         auto& q = *static_cast<runtime::pm4_queue*>(sg.q.queue);
         if (!q.fault()) continue;
         if (sg.indirect()) {
-          node = detail::cursor_node(sg, slot, s.p.nodes.size());
+          node = detail::cursor_node(sg, slot, s.flat_of_tag);
         } else {
           const std::size_t pk = c.cmds.packet_at(q.read_pointer() - sg.submitted_at[slot]);
           if (pk < c.cmd_node.size()) node = c.cmd_node[pk];
@@ -556,7 +597,7 @@ inline std::optional<failure> exec_graph::fault(std::uint32_t slot) const {
         auto& q = *static_cast<runtime::sdma_queue*>(sg.q.queue);
         if (!q.fault()) continue;
         if (sg.indirect()) {
-          node = detail::cursor_node(sg, slot, s.p.nodes.size());
+          node = detail::cursor_node(sg, slot, s.flat_of_tag);
         } else {  // bytes -> dwords; NOP padding at the ring's end (if any) makes this approximate
           const std::size_t pk = c.cmds.packet_at((q.read_offset() - sg.submitted_at[slot]) / 4);
           if (pk < c.cmd_node.size()) node = c.cmd_node[pk];

@@ -12,6 +12,7 @@
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/graph/detail/exec_state.hpp>
 #include <aqueduct/graph/detail/pool.hpp>
+#include <aqueduct/graph/detail/topology.hpp>
 #include <aqueduct/graph/exec_graph.hpp>
 #include <aqueduct/graph/task_graph.hpp>
 #include <aqueduct/runtime/kernel_args.hpp>
@@ -226,20 +227,26 @@ inline result<void> exec_graph::try_update(const task_graph& g) {
         a.kind == node_kind::child || a.kind == node_kind::conditional || a.kind == node_kind::mem_alloc)
       diff = "node " + std::to_string(i) + " (" + b.describe() + ") differs in kind, queue, kernel or edges";
   }
-  if (!diff.empty()) {  // another topology: instantiate it anew, keeping nothing of the old
+  if (!diff.empty()) {  // another topology: re-lower only the segments it changes, where that can be done
+    AQUEDUCT_TRY(const bool done, try_update_topology(g));
+    if (done) return ok();
+    update_report rep = std::move(s_->last_update);  // why not: kept across the new instantiation
     AQUEDUCT_TRY_VOID(try_wait_all());
     AQUEDUCT_TRY(auto fresh, try_instantiate(g, s_->opt));
     s_ = std::move(fresh.s_);
+    rep.relowered.assign(s_->segs.size(), true);
+    s_->last_update = std::move(rep);
     return ok();
   }
+  update_report rep;
+  rep.relowered.assign(s_->segs.size(), false);
+  rep.kept = static_cast<std::uint32_t>(s_->p.nodes.size());
   for (std::uint32_t i = 0; i < g.size(); ++i) {
     const std::uint32_t f = s_->p.scopes[0].to_flat[i];
+    rep.moved.push_back(node_id{i});
     const node& b = g.nodes()[i];
     node& x = s_->p.nodes[f];
-    const bool relower = x.grid.x != b.grid.x || x.grid.y != b.grid.y || x.grid.z != b.grid.z || x.block.x != b.block.x ||
-                         x.block.y != b.block.y || x.block.z != b.block.z || x.dst != b.dst || x.src != b.src ||
-                         x.bytes != b.bytes || x.value32 != b.value32 || x.enabled != b.enabled || x.value != b.value ||
-                         x.counts != b.counts;
+    const bool relower = detail::packets_differ(x, b);
     const bool args = x.args != b.args;
     x.args = b.args;
     x.grid = b.grid;
@@ -254,10 +261,183 @@ inline result<void> exec_graph::try_update(const task_graph& g) {
     x.fn = b.fn;
     if (relower) logged(f, detail::update_kind::relower);
     else if (args) logged(f, detail::update_kind::args);
+    if (relower && s_->p.placed[f].segment != detail::no_index) rep.relowered[s_->p.placed[f].segment] = true;
   }
   s_->graph = g;
   s_->buffers.collect_all(s_->p);
+  s_->last_update = std::move(rep);
   return ok();
+}
+
+// Room for `bytes` of kernargs per slot on `agent`: the index of an agent_memory block with that
+// much left after `used`, else a new block of `block_bytes` per slot (allocated now: the slots of
+// the existing blocks keep their addresses, which prebuilt packets hold).
+inline result<std::uint32_t> exec_graph::try_kernarg_room(runtime::detail::agent_state* agent, std::uint64_t bytes, std::uint64_t block_bytes) {
+  detail::exec_state& s = *s_;
+  for (std::uint32_t i = static_cast<std::uint32_t>(s.agents.size()); i-- > 0;)
+    if (s.agents[i].agent == agent && s.agents[i].slot_bytes - s.agents[i].used >= bytes) return i;
+  detail::agent_memory m{agent, {}, std::max<std::uint64_t>((block_bytes + 255) / 256 * 256, 256), 0};
+  AQUEDUCT_TRY(m.kernargs, kfd::buffer<detail::file_type>::try_allocate(agent->sys->ref(), *agent->node, byte_count(m.slot_bytes * s.slots()),
+                                                                        kfd::memory_use::host));
+  s.agents.push_back(std::move(m));
+  return static_cast<std::uint32_t>(s.agents.size() - 1);
+}
+
+// Another topology (try_update): true when done by re-lowering only the segments it changes,
+// false (last_update.reason says why) when the whole graph must be instantiated anew. Nothing
+// changes on failure.
+inline result<bool> exec_graph::try_update_topology(const task_graph& g) {
+  detail::exec_state& s = *s_;
+  update_report rep;
+  rep.topology_changed = true;
+  const auto whole = [&](std::string why) {
+    rep.reinstantiated = true;
+    rep.reason = std::move(why);
+    s.last_update = std::move(rep);
+    return false;
+  };
+  if (s.opt.trace) return whole("trace mode (each node's timestamps are laid out by its index)");
+  detail::plan np;
+  try {
+    np = detail::make_plan(g, s.opt.trace);
+  } catch (const error& x) {
+    return x.get_failure();
+  }
+  for (const detail::plan* p : {&s.p, &np})
+    for (const node& x : p->nodes) {
+      if (x.kind == node_kind::mem_alloc || x.kind == node_kind::mem_free)
+        return whole("graph memory (its pool layout is planned over the whole graph): " + x.describe());
+      if (x.kind == node_kind::conditional)
+        return whole("a conditional (its bodies and flag words are laid out over its segment): " + x.describe());
+    }
+  if (np.segments.size() != s.p.segments.size() || !std::equal(np.segments.begin(), np.segments.end(), s.p.segments.begin()))
+    return whole("the queues differ, or the order in which the graph first uses them (" + std::to_string(np.segments.size()) +
+                 " queues instead of " + std::to_string(s.p.segments.size()) + ")");
+  if ((!np.host_nodes.empty() || !s.p.host_nodes.empty()) && s.launched && !done(replay_ticket{s.launched - 1}))
+    return whole("host nodes, with a replay in flight (its reactor reads the plan)");
+  const auto n = static_cast<std::uint32_t>(np.nodes.size());
+  const std::vector<std::uint32_t> old_of_new = detail::match_nodes(s.p, np);
+  std::vector<std::uint32_t> new_of_old(s.p.nodes.size(), detail::no_index);
+  for (std::uint32_t j = 0; j < n; ++j)
+    if (old_of_new[j] != detail::no_index) new_of_old[old_of_new[j]] = j;
+  // Tags (the cursor word) and signals: a kept node keeps its own.
+  std::vector<std::uint32_t> flat_of_tag(s.flat_of_tag.size(), detail::no_index);
+  for (std::uint32_t j = 0; j < n; ++j) {
+    const std::uint32_t o = old_of_new[j];
+    np.placed[j].tag = o != detail::no_index ? s.p.placed[o].tag : static_cast<std::uint32_t>(flat_of_tag.size());
+    if (o == detail::no_index) flat_of_tag.push_back(j);
+    else flat_of_tag[np.placed[j].tag] = j;
+  }
+  const std::uint32_t live = detail::assign_signals(s.p, np, old_of_new, s.signals_per_slot);
+  if (live == 0)
+    return whole("more completion signals than the exec graph has room for (" + std::to_string(s.signals_per_slot) + " per slot)");
+  std::vector<bool> host_waited = detail::host_waited(np);
+  std::vector<bool> changed(np.segments.size());
+  for (std::uint32_t seg = 0; seg < changed.size(); ++seg)
+    changed[seg] = detail::segment_changed(s.p, np, old_of_new, seg, s.host_waited, host_waited);
+  // Kernargs: a kept node keeps its block; a new kernel node gets room after the others'.
+  std::vector<std::uint32_t> node_agent(n, 0);
+  std::vector<std::uint64_t> kernarg_offset(n, 0);
+  const std::size_t blocks_before = s.agents.size();
+  std::vector<std::uint64_t> used_before;
+  for (const detail::agent_memory& a : s.agents) used_before.push_back(a.used);
+  const auto undo_blocks = [&] {
+    s.agents.resize(blocks_before);
+    for (std::size_t i = 0; i < blocks_before; ++i) s.agents[i].used = used_before[i];
+  };
+  std::uint64_t new_bytes = 0;  // all new kernel nodes' bytes: a new block holds them all
+  for (std::uint32_t j = 0; j < n; ++j)
+    if (np.nodes[j].kind == node_kind::kernel && old_of_new[j] == detail::no_index)
+      new_bytes += detail::pm4_lowering::kernarg_bytes(np.nodes[j]) + (np.nodes[j].queue.type == queue_type::pm4 ? 64 : 0);
+  for (std::uint32_t j = 0; j < n; ++j) {
+    const node& x = np.nodes[j];
+    if (x.kind != node_kind::kernel) continue;
+    if (const std::uint32_t o = old_of_new[j]; o != detail::no_index) {
+      node_agent[j] = s.node_agent[o];
+      kernarg_offset[j] = s.kernarg_offset[o];
+      continue;
+    }
+    if (auto r = check_kernel_node(x); !r) {
+      undo_blocks();
+      return std::move(r).get_failure();
+    }
+    const std::uint64_t bytes = detail::pm4_lowering::kernarg_bytes(x) + (x.queue.type == queue_type::pm4 ? 64 : 0);
+    auto b = try_kernarg_room(x.queue.agent, bytes, 2 * new_bytes);
+    if (!b) {
+      undo_blocks();
+      return std::move(b).get_failure();
+    }
+    node_agent[j] = *b;
+    kernarg_offset[j] = s.agents[*b].used;
+    s.agents[*b].used += bytes;
+  }
+  // Commit, then lower each changed segment once off to the side (no slot's memory): a node its
+  // queue cannot run is refused now, naming it, with everything put back.
+  task_graph graph = g;
+  std::swap(s.graph, graph);
+  std::swap(s.p, np);  // np: the old plan from here on
+  std::swap(s.node_agent, node_agent);
+  std::swap(s.kernarg_offset, kernarg_offset);
+  std::swap(s.host_waited, host_waited);
+  std::swap(s.flat_of_tag, flat_of_tag);
+  const auto undo = [&] {
+    std::swap(s.graph, graph);
+    std::swap(s.p, np);
+    std::swap(s.node_agent, node_agent);
+    std::swap(s.kernarg_offset, kernarg_offset);
+    std::swap(s.host_waited, host_waited);
+    std::swap(s.flat_of_tag, flat_of_tag);
+    undo_blocks();
+  };
+  try {
+    detail::segment_commands scratch;
+    for (std::uint32_t seg = 0; seg < changed.size(); ++seg)
+      if (changed[seg]) lower_into(seg, 0, scratch);
+  } catch (const error& x) {
+    undo();
+    return x.get_failure();
+  }
+  const detail::plan& op = np;
+  s.signals_live = live;
+  // The update log: its entries name flat nodes of the old plan.
+  for (std::uint32_t& e : s.log) e = new_of_old[e];
+  s.last_logged.assign(n, ~std::uint64_t{0});
+  for (std::size_t k = 0; k < s.log.size(); ++k)
+    if (s.log[k] != detail::no_index) s.last_logged[s.log[k]] = s.log_base + k;
+  for (std::uint32_t j = 0; j < n; ++j) {
+    const std::uint32_t o = old_of_new[j];
+    const node& x = s.p.nodes[j];
+    if (x.kind == node_kind::kernel && (o == detail::no_index || x.args != op.nodes[o].args || detail::packets_differ(x, op.nodes[o])))
+      logged(j, detail::update_kind::args);  // kernargs (and hidden arguments) into each slot when next used
+    if (o == detail::no_index) ++rep.added;
+    else ++rep.kept;
+  }
+  for (std::uint32_t i = 0; i < op.nodes.size(); ++i)
+    if (new_of_old[i] == detail::no_index && !detail::runs_nowhere(op.nodes[i].kind)) ++rep.removed;
+  rep.added -= static_cast<std::uint32_t>(std::count_if(s.p.nodes.begin(), s.p.nodes.end(), [](const node& x) { return detail::runs_nowhere(x.kind); }));
+  // Segments: the changed ones are re-lowered in each slot when it is next used (never while it
+  // runs); every slot's packet-to-node tables move to the new flat nodes (host memory only).
+  for (std::uint32_t seg = 0; seg < s.segs.size(); ++seg)
+    for (detail::segment_commands& c : s.segs[seg].slots) {
+      if (changed[seg]) c.stale = true;
+      for (std::uint32_t& x : c.aql_node)
+        if (x != detail::no_index) x = new_of_old[x];
+      for (std::uint32_t& x : c.cmd_node)
+        if (x != detail::no_index) x = new_of_old[x];
+    }
+  s.signals_dirty.assign(s.slots(), true);
+  s.buffers.collect_all(s.p);
+  // Ids: the previous top-level graph's, moved to the new one's.
+  std::vector<std::uint32_t> id_of_flat(n, detail::no_index);
+  for (std::uint32_t i = 0; i < s.p.scopes[0].to_flat.size(); ++i)
+    if (s.p.scopes[0].to_flat[i] != detail::no_index) id_of_flat[s.p.scopes[0].to_flat[i]] = i;
+  for (std::uint32_t f : op.scopes[0].to_flat)
+    rep.moved.push_back(f != detail::no_index && new_of_old[f] != detail::no_index && id_of_flat[new_of_old[f]] != detail::no_index
+                            ? node_id{id_of_flat[new_of_old[f]]}
+                            : node_id{});
+  rep.relowered = std::move(changed);
+  s.last_update = std::move(rep);
+  return true;
 }
 
 }  // namespace aqueduct::graph

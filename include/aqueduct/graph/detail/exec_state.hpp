@@ -49,6 +49,20 @@ struct instantiate_options {
   replay_mode mode = replay_mode::ring_copy;
 };
 
+// What the last exec_graph::try_update did (exec_graph::last_update): docs/graph.md "Updates".
+struct update_report {
+  bool topology_changed = false;  // the new graph's nodes, queues or edges differ
+  bool reinstantiated = false;    // the whole graph was instantiated anew (reason: why it had to be)
+  std::string reason;
+  std::vector<bool> relowered;    // per segment: its packets are lowered anew (each slot when next used)
+  std::uint32_t kept = 0;         // nodes of the previous graph kept (their kernargs, signals and tags)
+  std::uint32_t added = 0;        // nodes that are new
+  std::uint32_t removed = 0;      // nodes of the previous graph that are gone
+  // Per node id of the previous top-level graph: its id in the new one (empty where it was removed,
+  // or where the graph was re-instantiated).
+  std::vector<node_id> moved;
+};
+
 // One replay of an exec_graph (its sequence number).
 struct replay_ticket {
   std::uint64_t sequence = ~std::uint64_t{0};
@@ -59,10 +73,13 @@ namespace detail {
 
 using file_type = runtime::detail::file_type;
 
+// Kernargs of one agent's kernel nodes: one region of slot_bytes per slot. A topology update adds
+// a second block for the same agent when the new nodes do not fit in the room left after `used`.
 struct agent_memory {
   runtime::detail::agent_state* agent = nullptr;
   kfd::buffer<file_type> kernargs;  // slots * slot_bytes
   std::uint64_t slot_bytes = 0;
+  std::uint64_t used = 0;           // bytes of each slot region given to nodes
 };
 
 struct exec_segment {
@@ -79,6 +96,7 @@ struct exec_segment {
   // conditional's "word != 0"), then (PM4) the bodies' IBs.
   std::vector<kfd::buffer<file_type>> body;
   std::uint64_t loop_flag_bytes = 0;
+  std::uint64_t lowerings = 0;  // (segment, slot) lowerings so far: what an update re-lowered shows here
   [[nodiscard]] bool indirect() const noexcept { return !ib.empty(); }
 };
 
@@ -98,7 +116,13 @@ struct exec_state {
   std::vector<std::byte> args_before;         // graph memory: a kernel's arguments while an update is checked
   buffer_uses buffers;                        // the runtime buffers each node uses, checked before a replay (detail/liveness.hpp)
   kfd::buffer<file_type> signals;             // slots * signals_per_slot amd_signals
+  // Per slot: p.node_signals node signals, one done signal per segment, then spare node signals a
+  // topology update may give to new cross-queue edges; [0, signals_live) are reset per replay.
   std::uint32_t signals_per_slot = 0;
+  std::uint32_t signals_live = 0;
+  std::vector<bool> signals_dirty;            // per slot: node signals' mailboxes to set again (an update moved them)
+  std::vector<std::uint32_t> flat_of_tag;     // planned_node::tag -> flat node (no_index: removed by an update)
+  update_report last_update;
   kfd::event<file_type> event;                // mailbox of the signals the host waits for
   runtime::detail::driver_ref driver{};
   std::uint64_t launched = 0;                 // replays launched
@@ -109,8 +133,6 @@ struct exec_state {
   std::vector<std::uint64_t> last_logged;     // per flat node: its last absolute log position, or ~0
   kfd::buffer<file_type> stamps;              // trace mode: slots * nodes * 2 timestamps (ns)
   std::vector<std::uint64_t> launch_start, launch_end;  // trace mode: per slot, the host launch span
-  std::vector<bool> relower;                  // per segment: an update changed its packets
-  std::vector<std::vector<bool>> seg_stale;   // per slot, per segment
   // What the last launch went through: kernarg blocks written, segments, signals and flag words
   // reset, packets (AQL) or dwords (PM4, SDMA) submitted. Independent of the node count in
   // indirect mode when no update is pending (tests/graph/indirect.cpp); sums of loop bounds, not a

@@ -88,10 +88,11 @@ inline void stage_indirect(exec_segment& sg, std::uint32_t slot) {
 }
 
 // The node a segment stopped inside its indirect buffers was running: the one it last started
-// (the cursor word its packets set to node + 1 before each node), or no_index.
-[[nodiscard]] inline std::uint32_t cursor_node(const exec_segment& sg, std::uint32_t slot, std::size_t nodes) {
+// (the cursor word its packets set to the node's tag + 1 before each node, planned_node::tag),
+// as a flat index through `flat_of_tag`, or no_index.
+[[nodiscard]] inline std::uint32_t cursor_node(const exec_segment& sg, std::uint32_t slot, const std::vector<std::uint32_t>& flat_of_tag) {
   const std::uint64_t at = sync::atomic_load(static_cast<std::uint64_t*>(sg.cursor.host())[slot], std::memory_order_acquire);
-  return at != 0 && at <= nodes ? static_cast<std::uint32_t>(at - 1) : no_index;
+  return at != 0 && at <= flat_of_tag.size() ? flat_of_tag[at - 1] : no_index;
 }
 
 }  // namespace aqueduct::graph::detail

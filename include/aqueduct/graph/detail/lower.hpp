@@ -51,7 +51,7 @@ struct slot_view {
   // Trace mode: where node `n`'s start (0) and end (1) timestamps go in this slot; null: no trace.
   gpu_va (*trace_va)(const void* ctx, std::uint32_t s, std::uint32_t node, std::uint32_t which) = nullptr;
   [[nodiscard]] bool tracing() const noexcept { return trace_va != nullptr; }
-  // Indirect mode (PM4, SDMA): a 64-bit word the segment sets to node + 1 before each node's
+  // Indirect mode (PM4, SDMA): a 64-bit word the segment sets to the node's tag + 1 before its
   // packets (PM4 RELEASE_MEM, once the work before it completed; SDMA two FENCEs), so a fault
   // inside the indirect buffer still names its node; empty: none.
   gpu_va cursor{};
@@ -254,7 +254,7 @@ class pm4_lowering {
       for (std::uint32_t w : pn.waits) q.encode_wait(out_.cmds, v_.signal(p_.placed[w].signal) + byte_count(value_offset), 0, ~0u, f::equal);
       for (const external_wait& e : pn.external)
         q.encode_wait(out_.cmds, gpu_va(e.signal.handle() + value_offset), static_cast<std::uint32_t>(e.value), ~0u, pm4_function(e.cond));
-      if (v_.cursor) q.encode_release(out_.cmds, v_.cursor, n + 1);
+      if (v_.cursor) q.encode_release(out_.cmds, v_.cursor, pn.tag + 1);
       if (v_.tracing()) q.encode_timestamp(out_.cmds, v_.stamp(n, 0));
       switch (x.kind) {
         case node_kind::kernel:

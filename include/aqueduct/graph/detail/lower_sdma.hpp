@@ -53,7 +53,7 @@ class sdma_lowering {
       for (std::uint32_t w : pn.waits) q.encode_wait(out_.cmds, v_.signal(p_.placed[w].signal) + byte_count(value_offset), 0, ~0u, f::equal);
       for (const external_wait& e : pn.external)
         q.encode_wait(out_.cmds, gpu_va(e.signal.handle() + value_offset), static_cast<std::uint32_t>(e.value), ~0u, sdma_function(e.cond));
-      if (v_.cursor) q.encode_fence64(out_.cmds, v_.cursor, n + 1);
+      if (v_.cursor) q.encode_fence64(out_.cmds, v_.cursor, pn.tag + 1);
       if (v_.tracing()) q.encode_timestamp(out_.cmds, v_.stamp(n, 0));
       if (x.enabled) {
         if (x.kind == node_kind::conditional) {

@@ -53,6 +53,10 @@ struct planned_node {
   std::uint32_t loop_flag = no_index;                // a WHILE's overflow word (index in its segment)
   std::uint32_t cond_flag = no_index;                // SDMA IF/IF-ELSE/WHILE: its "word != 0" word (same place)
   std::uint32_t nesting = 0;                         // conditionals around this node
+  // What the segment's cursor word holds while this node runs (indirect mode, tag + 1): its flat
+  // index at instantiation; a topology update (exec_graph::try_update) keeps the tag of a node it
+  // keeps, so the prebuilt packets of a segment it does not re-lower stay valid.
+  std::uint32_t tag = no_index;
 };
 
 // The node ids of one captured graph (the top-level one, a child graph where it is used, a
@@ -282,6 +286,7 @@ inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
     if (trace && p.nodes[i].kind == node_kind::kernel && p.nodes[i].queue.type == queue_type::aql) needs_signal[i] = true;
   }
   for (std::uint32_t i = 0; i < n; ++i) {
+    p.placed[i].tag = i;
     if (needs_signal[i]) p.placed[i].signal = p.node_signals++;
     if (p.nodes[i].kind == node_kind::conditional) p.placed[i].branches.resize(p.nodes[i].bodies.size());  // empty bodies too
   }
