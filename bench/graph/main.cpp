@@ -31,6 +31,11 @@
 //                    before each launch (not timed) — after a 10,000-node replay the emulator's
 //                    thread has evicted what the launch touches, after a 1-node one it has not, so
 //                    the warm pair compares two cache states and the cold pair compares the work
+//   topology_update  host cost of a topology-changing exec.try_update (one node added to or removed
+//                    from one of 4 queues, 250 kernels each) plus the launches that re-lower that
+//                    segment in each of the 4 slots (launching thread's CPU; waits not timed)
+//                    topology_reinstantiate: the same graphs instantiated anew instead (what
+//                    try_update did for any other topology before), with the same launches
 //   chain_wall       wall time of a 1,000 empty-kernel chain: replay vs eager (each co_awaited)
 //   while_host       host cost of one replay (launch only, indirect mode) of a device-decided
 //                    while_loop (max_iterations 10,000) that runs K = 1 and K = 10,000 iterations
@@ -422,6 +427,57 @@ void chain_wall_eager(benchmark::State& st) {
   for (auto _ : st) g::sync_wait(empty_chain());
 }
 
+// ---- topology update ------------------------------------------------------------------------------
+struct topo_world {
+  rt::queue a0 = w().gpu.make_queue(aq::aql, {.slots = 1024}), a1 = w().gpu.make_queue(aq::aql, {.slots = 1024});
+  rt::pm4_queue p0 = w().gpu.make_queue(aq::pm4), p1 = w().gpu.make_queue(aq::pm4);
+};
+topo_world& tw() {
+  static topo_world* x = new topo_world();
+  return *x;
+}
+constexpr std::uint32_t topo_per_queue = 250;
+template <class Q>
+g::task<void> topo_chain(Q& q, std::uint32_t base, bool extra) {
+  world& x = w();
+  for (std::uint32_t i = 0; i < topo_per_queue; ++i)
+    co_await g::on(q).dispatch(x.store_k, rt::grid{1}, rt::block{1}, x.out, base + i, i);
+  if (extra) co_await g::on(q).dispatch(x.store_k, rt::grid{1}, rt::block{1}, x.out, base + topo_per_queue, 1u);
+}
+g::task<void> topo_graph(bool extra) {  // 4 queues, 4 independent chains; `extra`: one more node on the first
+  topo_world& t = tw();
+  co_await g::when_all(topo_chain(t.a0, 0, extra), topo_chain(t.a1, 256, false), topo_chain(t.p0, 512, false), topo_chain(t.p1, 768, false));
+}
+template <bool Incremental>
+void topology(benchmark::State& st) {
+  const g::task_graph a = g::capture(topo_graph(false)), b = g::capture(topo_graph(true));
+  const g::instantiate_options o{.replay_slots = 4};
+  auto e = g::instantiate(a, o);
+  bool flip = false;
+  double cpu = 0;
+  for (auto _ : st) {
+    flip = !flip;
+    const double c0 = thread_cpu_ns();
+    if constexpr (Incremental) {
+      if (!e.try_update(flip ? b : a) || e.last_update().reinstantiated) st.SkipWithError("the update re-instantiated");
+    } else {
+      e = g::instantiate(flip ? b : a, o);
+    }
+    double c = thread_cpu_ns() - c0;
+    for (std::uint32_t k = 0; k < o.replay_slots; ++k) {  // every slot once: the re-lowering happens here
+      const double l0 = thread_cpu_ns();
+      auto t = e.try_launch();
+      c += thread_cpu_ns() - l0;
+      if (!t || !e.try_wait(*t)) st.SkipWithError("replay failed");
+    }
+    cpu += c;
+    st.SetIterationTime(c * 1e-9);
+  }
+  st.counters["update_cpu_ns"] = benchmark::Counter(cpu / static_cast<double>(st.iterations()));
+}
+void topology_update(benchmark::State& st) { topology<true>(st); }
+void topology_reinstantiate(benchmark::State& st) { topology<false>(st); }
+
 // ---- the closing table ----------------------------------------------------------------------------
 struct target {
   const char* name;
@@ -521,6 +577,8 @@ BENCHMARK(replay_indirect_cold_1)->UseManualTime()->Unit(benchmark::kNanosecond)
 BENCHMARK(replay_indirect_cold_10000)->UseManualTime()->Unit(benchmark::kNanosecond)->Iterations(10);
 BENCHMARK(chain_wall_replay)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(chain_wall_eager)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(topology_update)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(topology_reinstantiate)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(while_host_1)->UseManualTime()->Unit(benchmark::kNanosecond)->Iterations(20);
 BENCHMARK(while_host_10000)->UseManualTime()->Unit(benchmark::kNanosecond)->Iterations(3);
 

@@ -18,7 +18,8 @@
 // wait between them.
 // Updates (set_args, set_grid, set_copy, set_fill, set_enabled, bind, update) change the node's
 // parameters here and are written into a slot's memory only when that slot is next used: a
-// replay in flight is never touched. A launch after a runtime buffer a node uses was freed fails
+// replay in flight is never touched. An update to another topology re-lowers only the queue
+// segments it changes (graph/detail/topology.hpp). A launch after a runtime buffer a node uses was freed fails
 // naming the node and the buffer (buffer generations, graph/detail/liveness.hpp). Errors: a queue
 // the device stopped fails the wait with the node that was running named (label, source_location, queue, the decoded packet) and the nodes
 // that depend on it listed as not run.
@@ -120,9 +121,11 @@ class exec_graph {
     return try_bind_range(name, b.va(), b.size_bytes(), b.bo().gpu_id());
   }
   [[nodiscard]] result<void> try_bind_range(std::string_view name, gpu_va va, std::uint64_t bytes, std::uint32_t gpu_id);
-  // Every node's parameters from `g`, which must have the same topology (same nodes, kinds,
-  // queues, edges); a different topology is re-instantiated (errc::not_supported names the first
-  // difference when that is impossible).
+  // Every node's parameters from `g`. The same topology (same nodes, kinds, queues, edges): the
+  // parameters only. Another topology on the same queues: only the queue segments it changes are
+  // re-lowered, each slot when next used (graph/exec_update.hpp); what cannot be done that way
+  // (other queues, graph memory, conditionals, trace mode) is instantiated anew. last_update()
+  // says which. Node ids are then g's.
   [[nodiscard]] result<void> try_update(const task_graph& g);
   // What the last try_update did: whether it saw another topology, which segments it re-lowers,
   // what it kept, or why it had to instantiate the whole graph anew (docs/graph.md "Updates").

@@ -1,5 +1,6 @@
 // aqueduct/graph/exec_update.hpp — the update half of `exec_graph` (graph/exec_graph.hpp):
-// try_inner, try_set_args/grid/copy/fill/enabled, try_bind_range and try_update.
+// try_inner, try_set_args/grid/copy/fill/enabled, try_bind_range and try_update (with the
+// topology-changing update: graph/detail/topology.hpp decides what it keeps).
 //
 // Layer: graph. An update changes the node's parameters in the exec graph's plan and logs it;
 // each slot applies the log when it is next used (kernargs rewritten, or the segment's packets
@@ -240,7 +241,7 @@ inline result<void> exec_graph::try_update(const task_graph& g) {
   }
   update_report rep;
   rep.relowered.assign(s_->segs.size(), false);
-  rep.kept = static_cast<std::uint32_t>(s_->p.nodes.size());
+  for (const node& x : s_->p.nodes) rep.kept += detail::runs_nowhere(x.kind) ? 0 : 1;
   for (std::uint32_t i = 0; i < g.size(); ++i) {
     const std::uint32_t f = s_->p.scopes[0].to_flat[i];
     rep.moved.push_back(node_id{i});
@@ -409,12 +410,12 @@ inline result<bool> exec_graph::try_update_topology(const task_graph& g) {
     const node& x = s.p.nodes[j];
     if (x.kind == node_kind::kernel && (o == detail::no_index || x.args != op.nodes[o].args || detail::packets_differ(x, op.nodes[o])))
       logged(j, detail::update_kind::args);  // kernargs (and hidden arguments) into each slot when next used
+    if (detail::runs_nowhere(x.kind)) continue;  // (never aligned: they have no packets of their own)
     if (o == detail::no_index) ++rep.added;
     else ++rep.kept;
   }
   for (std::uint32_t i = 0; i < op.nodes.size(); ++i)
     if (new_of_old[i] == detail::no_index && !detail::runs_nowhere(op.nodes[i].kind)) ++rep.removed;
-  rep.added -= static_cast<std::uint32_t>(std::count_if(s.p.nodes.begin(), s.p.nodes.end(), [](const node& x) { return detail::runs_nowhere(x.kind); }));
   // Segments: the changed ones are re-lowered in each slot when it is next used (never while it
   // runs); every slot's packet-to-node tables move to the new flat nodes (host memory only).
   for (std::uint32_t seg = 0; seg < s.segs.size(); ++seg)
