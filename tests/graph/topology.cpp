@@ -268,3 +268,44 @@ TEST_CASE("what cannot be updated segment by segment is instantiated anew, and s
     CHECK(t.wrong(7, 8, 9, 0, false) == 0);
   }
 }
+
+TEST_CASE("a new node its queue cannot run is refused by the update, which leaves the exec graph as it was") {
+  for (const g::replay_mode mode : {g::replay_mode::ring_copy, g::replay_mode::indirect}) {
+    CAPTURE(name(mode));
+    rig r;
+    three_queues t(r);
+    const g::task_graph plain = g::capture(t.run(false, 3, 4, 5, 0));
+    auto exec = g::instantiate(plain, {.mode = mode});
+    exec.wait(exec.launch());
+    const segment_snapshot before[] = {snapshot(exec, 0), snapshot(exec, 1), snapshot(exec, 2)};
+
+    g::task_graph copy_on_aql = plain;  // the SDMA copy node, again, on the AQL queue
+    g::node bad = plain[t.move];
+    bad.queue = plain[t.scale].queue;
+    bad.deps = {t.scale.value};
+    (void)copy_on_aql.add(bad);
+    auto r1 = exec.try_update(copy_on_aql);
+    REQUIRE_FALSE(r1);
+    CHECK(r1.get_failure() == aq::errc::not_supported);
+    CHECK(contains(r1.get_failure().detail(), "\"move\""));
+    CHECK(contains(r1.get_failure().detail(), "AQL queue runs kernels only"));
+
+    g::task_graph big_args = plain;  // a kernel node with more argument bytes than its kernel takes
+    g::node k = plain[t.offset];
+    k.args.resize(k.kernel.kernarg_size + 64);
+    k.deps = {t.offset.value};
+    (void)big_args.add(k);
+    auto r2 = exec.try_update(big_args);
+    REQUIRE_FALSE(r2);
+    CHECK(r2.get_failure() == aq::errc::invalid_argument);
+    CHECK(contains(r2.get_failure().detail(), "more argument bytes"));
+
+    CHECK(exec.graph().size() == plain.size());  // the old graph, ids and packets
+    for (std::uint32_t s = 0; s < 3; ++s) CHECK(snapshot(exec, s) == before[s]);
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      REQUIRE(exec.try_set_args(t.offset, t.w, t.y, 10u + i, t.n));
+      exec.wait(exec.launch());
+      CHECK(t.wrong(3, 4, 10 + i, 0, false) == 0);
+    }
+  }
+}
