@@ -139,7 +139,9 @@ TEST_CASE("a node added to or removed from one queue re-lowers that segment only
   }
 }
 
-TEST_CASE("a new cross-queue edge re-lowers both segments it joins and orders them") {
+// Under ThreadSanitizer this case is skipped: its graph without the edge is a deliberate data race
+// between the producer's store and the copy's read (tests/graph/replay.cpp skips its own so).
+TEST_CASE("a new cross-queue edge re-lowers both segments it joins and orders them" * doctest::skip(AQUEDUCT_TSAN != 0)) {
   for (const g::replay_mode mode : {g::replay_mode::ring_copy, g::replay_mode::indirect}) {
     CAPTURE(name(mode));
     rig r;
