@@ -35,6 +35,7 @@
 #include <aqueduct/graph/detail/lower.hpp>
 #include <aqueduct/graph/detail/lower_sdma.hpp>
 #include <aqueduct/graph/detail/plan.hpp>
+#include <aqueduct/graph/detail/shader_op.hpp>
 #include <aqueduct/graph/detail/topology.hpp>
 #include <aqueduct/graph/task_graph.hpp>
 #include <aqueduct/kfd/events.hpp>
@@ -271,26 +272,31 @@ inline void exec_graph::set_mailboxes(std::uint32_t slot) noexcept {
 inline void exec_graph::write_kernargs(std::uint32_t n, std::uint32_t slot) noexcept {
   if (n == detail::no_index) return;  // a node a topology update removed
   const node& x = s_->p.nodes[n];
-  if (x.kind != node_kind::kernel) return;
+  if (!detail::dispatches(x)) return;
   const detail::agent_memory& a = s_->agents[s_->node_agent[n]];
   auto* base = static_cast<std::byte*>(a.kernargs.host()) + a.slot_bytes * slot + s_->kernarg_offset[n];
-  std::memcpy(base, x.args.data(), x.args.size());
+  if (detail::is_shader_op(x))  // its arguments follow from the copy's (detail/shader_op.hpp)
+    detail::put_shader_args(base, x);
+  else
+    std::memcpy(base, x.args.data(), x.args.size());
+  const runtime::grid grid = detail::launch_grid(x);
+  const runtime::block block = detail::launch_block(x);
   // hidden_queue_ptr: the AQL queue's amd_queue; a PM4 queue has none (null, as a PM4 dispatch).
   const std::uint64_t amdq = x.queue.type == queue_type::aql ? static_cast<runtime::queue*>(x.queue.queue)->amd_queue_address().value : 0;
   if (x.counts)  // indirect: the GPU copies the counts into the hidden block counts
-    x.kernel.hidden.put_indirect(base, x.kernel.kernarg_size, x.block);
+    x.kernel.hidden.put_indirect(base, x.kernel.kernarg_size, block);
   else
-    x.kernel.hidden.put(base, x.kernel.kernarg_size, x.grid, x.block, runtime::hidden_values{amdq, 0});
+    x.kernel.hidden.put(base, x.kernel.kernarg_size, grid, block, runtime::hidden_values{amdq, 0});
   if (x.queue.type == queue_type::pm4) {  // the dispatch packet a PM4 dispatch points the kernel at
     abi::kernel_dispatch_packet pkt{};
     pkt.setup = 3;
-    pkt.workgroup_size_x = x.block.x;
-    pkt.workgroup_size_y = x.block.y;
-    pkt.workgroup_size_z = x.block.z;
+    pkt.workgroup_size_x = block.x;
+    pkt.workgroup_size_y = block.y;
+    pkt.workgroup_size_z = block.z;
     if (!x.counts) {  // indirect: 0, the grid is not known here (runtime/pm4_queue.hpp dispatch_indirect)
-      pkt.grid_size_x = x.grid.x;
-      pkt.grid_size_y = x.grid.y;
-      pkt.grid_size_z = x.grid.z;
+      pkt.grid_size_x = grid.x;
+      pkt.grid_size_y = grid.y;
+      pkt.grid_size_z = grid.z;
     }
     pkt.group_segment_size = x.kernel.group_segment_size;
     pkt.kernel_object = x.kernel.object.value;
@@ -327,12 +333,13 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
   }
   s.keep = runtime::detail::keep_system(*s.agents.front().agent);
   s.driver = s.agents.front().agent->sys->ref();
-  // Kernargs: per agent, one region per slot; each kernel node at a fixed offset in it.
+  // Kernargs: per agent, one region per slot; each kernel node (and shader copy) at a fixed offset in it.
   s.node_agent.assign(n, 0);
   s.kernarg_offset.assign(n, 0);
   for (std::uint32_t i = 0; i < n; ++i) {
-    const node& x = s.p.nodes[i];
-    if (x.kind != node_kind::kernel) continue;
+    node& x = s.p.nodes[i];
+    if (detail::is_shader_op(x)) AQUEDUCT_TRY_VOID(detail::try_prepare_shader_op(x));  // its agent's kernel (none: refused, named)
+    if (!detail::dispatches(x)) continue;
     AQUEDUCT_TRY_VOID(check_kernel_node(x));
     const std::uint32_t a = agent_index(x.queue.agent);
     s.node_agent[i] = a;

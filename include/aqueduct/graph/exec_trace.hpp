@@ -58,7 +58,7 @@ namespace aqueduct::graph {
       e *= 10;
     }
     trace::span sp;
-    sp.name = x.kind == node_kind::kernel ? x.kernel.name : std::string(to_string(x.kind));
+    sp.name = x.kind == node_kind::kernel ? x.kernel.name : detail::kind_name(x);
     if (!x.label.empty()) sp.name += " \"" + x.label + "\"";
     sp.category = to_string(x.kind);
     sp.pid = x.queue.gpu_id;

@@ -13,6 +13,7 @@
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/graph/detail/exec_state.hpp>
 #include <aqueduct/graph/detail/pool.hpp>
+#include <aqueduct/graph/detail/shader_op.hpp>
 #include <aqueduct/graph/detail/topology.hpp>
 #include <aqueduct/graph/exec_graph.hpp>
 #include <aqueduct/graph/task_graph.hpp>
@@ -123,10 +124,14 @@ inline result<void> exec_graph::try_set_copy(node_id n, gpu_va dst, gpu_va src, 
   node& x = s_->p.nodes[f];
   node moved;
   moved.kind = node_kind::copy;
+  moved.queue = x.queue;
   moved.dst = dst;
   moved.src = src;
+  moved.bytes = bytes;
   if (!detail::translate(s_->mem, moved))
     return failure(errc::invalid_argument, x.describe() + ": the new addresses hold a graph allocation of another graph");
+  if (detail::is_shader_op(moved))
+    if (auto r = detail::check_shader_op(moved); !r) return failure(r.get_failure().code(), x.describe() + ": " + std::string(r.detail()));
   x.dst = moved.dst;
   x.src = moved.src;
   x.bytes = bytes;
@@ -141,9 +146,13 @@ inline result<void> exec_graph::try_set_fill(node_id n, gpu_va dst, std::uint32_
   node& x = s_->p.nodes[f];
   node moved;
   moved.kind = node_kind::fill;
+  moved.queue = x.queue;
   moved.dst = dst;
+  moved.bytes = bytes;
   if (!detail::translate(s_->mem, moved))
     return failure(errc::invalid_argument, x.describe() + ": the new address is a graph allocation of another graph");
+  if (detail::is_shader_op(moved))
+    if (auto r = detail::check_shader_op(moved); !r) return failure(r.get_failure().code(), x.describe() + ": " + std::string(r.detail()));
   x.dst = moved.dst;
   x.value32 = value;
   x.bytes = bytes;
@@ -239,6 +248,9 @@ inline result<void> exec_graph::try_update(const task_graph& g) {
     s_->last_update = std::move(rep);
     return ok();
   }
+  for (const node& b : g.nodes())  // a shader copy's new parameters, checked before anything changes
+    if (detail::is_shader_op(b))
+      if (auto r = detail::check_shader_op(b); !r) return failure(r.get_failure().code(), b.describe() + ": " + std::string(r.detail()));
   update_report rep;
   rep.relowered.assign(s_->segs.size(), false);
   for (const node& x : s_->p.nodes) rep.kept += detail::runs_nowhere(x.kind) ? 0 : 1;
@@ -311,6 +323,8 @@ inline result<bool> exec_graph::try_update_topology(const task_graph& g) {
       if (x.kind == node_kind::conditional)
         return whole("a conditional (its bodies and flag words are laid out over its segment): " + x.describe());
     }
+  for (node& x : np.nodes)  // shader copies: their agent's kernel (a loaded graph's nodes have none yet)
+    if (detail::is_shader_op(x)) AQUEDUCT_TRY_VOID(detail::try_prepare_shader_op(x));
   if (np.segments.size() != s.p.segments.size() || !std::equal(np.segments.begin(), np.segments.end(), s.p.segments.begin()))
     return whole("the queues differ, or the order in which the graph first uses them (" + std::to_string(np.segments.size()) +
                  " queues instead of " + std::to_string(s.p.segments.size()) + ")");
@@ -348,11 +362,11 @@ inline result<bool> exec_graph::try_update_topology(const task_graph& g) {
   };
   std::uint64_t new_bytes = 0;  // all new kernel nodes' bytes: a new block holds them all
   for (std::uint32_t j = 0; j < n; ++j)
-    if (np.nodes[j].kind == node_kind::kernel && old_of_new[j] == detail::no_index)
+    if (detail::dispatches(np.nodes[j]) && old_of_new[j] == detail::no_index)
       new_bytes += detail::pm4_lowering::kernarg_bytes(np.nodes[j]) + (np.nodes[j].queue.type == queue_type::pm4 ? 64 : 0);
   for (std::uint32_t j = 0; j < n; ++j) {
     const node& x = np.nodes[j];
-    if (x.kind != node_kind::kernel) continue;
+    if (!detail::dispatches(x)) continue;  // kernels and shader copies have kernargs
     if (const std::uint32_t o = old_of_new[j]; o != detail::no_index) {
       node_agent[j] = s.node_agent[o];
       kernarg_offset[j] = s.kernarg_offset[o];
@@ -408,7 +422,7 @@ inline result<bool> exec_graph::try_update_topology(const task_graph& g) {
   for (std::uint32_t j = 0; j < n; ++j) {
     const std::uint32_t o = old_of_new[j];
     const node& x = s.p.nodes[j];
-    if (x.kind == node_kind::kernel && (o == detail::no_index || x.args != op.nodes[o].args || detail::packets_differ(x, op.nodes[o])))
+    if (detail::dispatches(x) && (o == detail::no_index || x.args != op.nodes[o].args || detail::packets_differ(x, op.nodes[o])))
       logged(j, detail::update_kind::args);  // kernargs (and hidden arguments) into each slot when next used
     if (detail::runs_nowhere(x.kind)) continue;  // (never aligned: they have no packets of their own)
     if (o == detail::no_index) ++rep.added;

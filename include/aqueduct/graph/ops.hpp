@@ -1,6 +1,7 @@
 // aqueduct/graph/ops.hpp — the device operations a task awaits: `on(q).dispatch(...)`,
-// `on(sdma).copy/fill/signal/wait/timestamp(...)`, `on(q).barrier(...)`, `until(signal, ...)`,
-// `host(fn)`, and co_await of a runtime ticket or signal.
+// `on(q).copy/fill(...)` (SDMA, or the shader copy on AQL and PM4),
+// `on(sdma).signal/wait/timestamp(...)`, `on(q).barrier(...)`, `until(signal, ...)`, `host(fn)`,
+// and co_await of a runtime ticket or signal.
 //
 // Layer: graph. `on(q)` makes a `queue_ref` of a runtime queue (AQL, PM4 or SDMA); its members
 // return lazy operations: nothing is submitted when they are called. The task's await_transform
@@ -23,6 +24,7 @@
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/graph/context.hpp>
 #include <aqueduct/graph/detail/eager_trace.hpp>
+#include <aqueduct/graph/detail/shader_op.hpp>
 #include <aqueduct/graph/device_events.hpp>
 #include <aqueduct/graph/task.hpp>
 #include <aqueduct/graph/task_graph.hpp>
@@ -32,6 +34,7 @@
 #include <aqueduct/runtime/queue.hpp>
 #include <aqueduct/runtime/queue_kind.hpp>
 #include <aqueduct/runtime/sdma_queue.hpp>
+#include <aqueduct/runtime/shader_copy.hpp>
 #include <aqueduct/runtime/signal.hpp>
 #include <aqueduct/sync/atomics.hpp>
 #include <aqueduct/sync/signal.hpp>
@@ -322,6 +325,42 @@ class submit_op : public queue_op<submit_op<K, Submit>, K> {
   typename K::queue_type* q_;
   const char* what_;
   Submit submit_;
+  node proto_;
+};
+
+// A copy or fill on a compute queue (AQL or PM4): a dispatch of its agent's copy or fill kernel
+// (graph/detail/shader_op.hpp), recorded as a copy or fill node on that queue.
+template <runtime::queue_kind K>
+class shader_op : public queue_op<shader_op<K>, K> {
+ public:
+  static constexpr const char* name = "shader copy";
+  shader_op(typename K::queue_type& q, node proto) : q_(&q), proto_(std::move(proto)) { proto_.queue = binding_of(q); }
+  result<runtime::ticket<K>> submit() {
+    AQUEDUCT_TRY(const runtime::shader_kernels* k, runtime::try_shader_kernels(runtime::agent(q_->agent_state())));
+    AQUEDUCT_TRY_VOID(check_shader_op(proto_));
+    const node& x = proto_;
+    if (x.kind == node_kind::copy)
+      return q_->try_dispatch(k->copy, launch_grid(x), launch_block(x), runtime::device_ptr<void>::at(x.dst),
+                              runtime::device_ptr<const void>::at(x.src), x.bytes, runtime::shader_copy_chunk_bytes);
+    return q_->try_dispatch(k->fill, launch_grid(x), launch_block(x), runtime::device_ptr<void>::at(x.dst), x.bytes,
+                            runtime::shader_copy_chunk_bytes, x.value32);
+  }
+  [[nodiscard]] typename K::queue_type& queue() const noexcept { return *q_; }
+  [[nodiscard]] std::string describe() const { return kind_name(proto_) + " of " + std::to_string(proto_.bytes) + " bytes"; }
+  [[nodiscard]] const char* category() const noexcept { return to_string(proto_.kind); }
+  // Refused at capture where it could never run (no copy kernel) or never runs right (overlap).
+  node_id record(capture_strand& s, const std::source_location& loc) {
+    node n = std::move(proto_);
+    auto r = check_shader_op(n);
+    if (r) r = try_resolve_shader_kernel(n);
+    if (!r) throw_failure(located(r.get_failure(), kind_name(n) + " of " + std::to_string(n.bytes) + " bytes", loc));
+    n.label = std::move(this->label_);
+    n.where = loc;
+    return detail::record(s, std::move(n));
+  }
+
+ private:
+  typename K::queue_type* q_;
   node proto_;
 };
 
@@ -633,34 +672,40 @@ class queue_ref {
                detail::timestamp_node(addr));
   }
 
-  // ---- SDMA ----------------------------------------------------------------------------------
-  [[nodiscard]] auto copy(gpu_va dst, gpu_va src, std::uint64_t bytes) const
-    requires std::same_as<K, runtime::sdma_t>
-  {
+  // ---- copies and fills (SDMA: COPY_LINEAR / CONSTANT_FILL; AQL, PM4: the shader copy) --------
+  // On AQL and PM4 a copy or fill is a dispatch of the agent's copy or fill kernel
+  // (runtime/shader_copy.hpp; emulated device only so far: errc::not_supported elsewhere, at
+  // capture or eagerly); overlapping copy ranges are refused there, as copy_engine refuses them.
+  [[nodiscard]] auto copy(gpu_va dst, gpu_va src, std::uint64_t bytes) const {
     node n;
     n.kind = node_kind::copy;
     n.dst = dst;
     n.src = src;
     n.bytes = bytes;
-    return sdma([dst, src, bytes](runtime::sdma_queue& q) { return q.try_copy(dst, src, bytes); }, "copy", std::move(n));
+    if constexpr (std::same_as<K, runtime::sdma_t>)
+      return sdma([dst, src, bytes](runtime::sdma_queue& q) { return q.try_copy(dst, src, bytes); }, "copy", std::move(n));
+    else
+      return detail::shader_op<K>(*q_, std::move(n));
   }
   template <class T>
-  [[nodiscard]] auto copy(const runtime::buffer<T>& dst, const runtime::buffer<T>& src) const
-    requires std::same_as<K, runtime::sdma_t>
-  {
+  [[nodiscard]] auto copy(const runtime::buffer<T>& dst, const runtime::buffer<T>& src) const {
     AQUEDUCT_ASSERT(dst.size() >= src.size(), "copy: the destination is smaller than the source");
     return copy(dst.va(), src.va(), src.size_bytes());
   }
-  [[nodiscard]] auto fill(gpu_va dst, std::uint32_t value, std::uint64_t bytes) const
-    requires std::same_as<K, runtime::sdma_t>
-  {
+  // `value` in every dword of [dst, dst + bytes) (both dword multiples).
+  [[nodiscard]] auto fill(gpu_va dst, std::uint32_t value, std::uint64_t bytes) const {
     node n;
     n.kind = node_kind::fill;
     n.dst = dst;
     n.value32 = value;
     n.bytes = bytes;
-    return sdma([dst, value, bytes](runtime::sdma_queue& q) { return q.try_fill(dst, value, bytes); }, "fill", std::move(n));
+    if constexpr (std::same_as<K, runtime::sdma_t>)
+      return sdma([dst, value, bytes](runtime::sdma_queue& q) { return q.try_fill(dst, value, bytes); }, "fill", std::move(n));
+    else
+      return detail::shader_op<K>(*q_, std::move(n));
   }
+
+  // ---- SDMA (besides copy and fill) -------------------------------------------------------------
   // After the work before it: set the signal's value (and raise its event).
   [[nodiscard]] auto signal(sync::signal_ref s, std::int64_t value) const
     requires std::same_as<K, runtime::sdma_t>

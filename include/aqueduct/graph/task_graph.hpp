@@ -44,8 +44,8 @@ class task_graph;
 
 enum class node_kind : std::uint8_t {
   kernel,         // a dispatch (AQL KERNEL_DISPATCH or PM4 DISPATCH_DIRECT)
-  copy,           // bytes from src to dst (SDMA COPY_LINEAR)
-  fill,           // a dword pattern (SDMA CONSTANT_FILL)
+  copy,           // bytes from src to dst (SDMA COPY_LINEAR; AQL, PM4: the copy kernel, graph/detail/shader_op.hpp)
+  fill,           // a dword pattern (SDMA CONSTANT_FILL; AQL, PM4: the fill kernel)
   signal_wait,    // later nodes wait until a signal satisfies a condition (device-side)
   signal_record,  // set a signal's value once the work before it finished
   timestamp,      // the GPU clock into memory
@@ -138,7 +138,8 @@ struct node {
   std::vector<std::byte> args;          // kernel.kernarg_size bytes: explicit arguments (hidden: at lowering)
   std::vector<std::uint32_t> pointers;  // offsets of pointer arguments in args (for bindings)
   gpu_va counts{};                      // indirect kernel (PM4): the {x, y, z} workgroup counts the GPU reads; grid unused
-  // copy (dst <- src), fill (dst <- value32), timestamp (dst)
+  // copy (dst <- src), fill (dst <- value32), timestamp (dst); a copy or fill on AQL or PM4 also
+  // `kernel`: the agent's copy or fill kernel (its grid, block and arguments follow from these)
   gpu_va dst{}, src{};
   std::uint64_t bytes = 0;
   std::uint32_t value32 = 0;
@@ -220,6 +221,15 @@ inline std::string short_file(const std::source_location& loc) {
   if (auto s = f.find_last_of('/'); s != std::string_view::npos) f.remove_prefix(s + 1);
   return std::string(f) + ":" + std::to_string(loc.line());
 }
+// A copy or fill recorded on a compute queue (AQL, PM4): a dispatch of its agent's copy or fill
+// kernel, the shader copy (graph/detail/shader_op.hpp).
+[[nodiscard]] constexpr bool is_shader_op(const node& x) noexcept {
+  return (x.kind == node_kind::copy || x.kind == node_kind::fill) && (x.queue.type == queue_type::aql || x.queue.type == queue_type::pm4);
+}
+// A node lowered as a kernel dispatch (its own kernel, or the copy or fill kernel).
+[[nodiscard]] constexpr bool dispatches(const node& x) noexcept { return x.kind == node_kind::kernel || is_shader_op(x); }
+// "copy", or "shader copy" on a compute queue.
+[[nodiscard]] inline std::string kind_name(const node& x) { return std::string(is_shader_op(x) ? "shader " : "") + to_string(x.kind); }
 inline std::string queue_name(const queue_binding& q) {
   if (q.type == queue_type::none) return "host";
   return std::string(to_string(q.type)) + " queue " + std::to_string(q.queue_id) + " (gpu_id " + std::to_string(q.gpu_id) + ")";
@@ -227,7 +237,7 @@ inline std::string queue_name(const queue_binding& q) {
 }  // namespace detail
 
 inline std::string node::describe() const {
-  std::string s = to_string(kind);
+  std::string s = detail::kind_name(*this);
   if (kind == node_kind::kernel) s += (counts ? " (indirect) '" : " '") + kernel.name + "'";
   if (kind == node_kind::conditional) s += std::string(" ") + to_string(condition);
   if (!label.empty()) s += " \"" + label + "\"";
@@ -270,7 +280,7 @@ inline std::string task_graph::to_dot() const {
   }
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const node& n = nodes_[i];
-    std::string text = std::string(to_string(n.kind));
+    std::string text = detail::kind_name(n);
     if (n.kind == node_kind::kernel) text += (n.counts ? " (indirect) " : " ") + n.kernel.name;
     if (n.kind == node_kind::conditional)
       text += std::string(" ") + to_string(n.condition) + " (" + std::to_string(n.bodies.size()) + " bod" +

@@ -5,10 +5,11 @@
 // be had (runtime/sdma_queue.hpp). When CREATE_QUEUE finds no free SDMA queue (ENOMEM, spec/kfd.md
 // §2.6; the emulator's machine_config::sdma_queues_per_engine knob makes that happen early) or the
 // process queue limit is hit, it falls back to a shader copy: a copy kernel dispatched on an AQL
-// compute queue of the same agent. On the emulator that kernel is the host kernel
-// `aqueduct_copy_bytes` (each workgroup moves one `shader_chunk_bytes` chunk through checked
-// accesses, so an unmapped address faults the dispatch with errc::device_fault); on a real GPU no
-// copy kernel ships yet and the fallback reports errc::not_supported.
+// compute queue of the same agent (runtime/shader_copy.hpp: the agent's copy and fill kernels,
+// loaded once). On the emulator those are host kernels (each workgroup moves one
+// `shader_chunk_bytes` chunk through checked accesses, so an unmapped address faults the dispatch
+// with errc::device_fault); on a real GPU no copy kernel ships yet and the fallback reports
+// errc::not_supported.
 // Copies between GPUs run on the SOURCE GPU's engine after the destination is mapped to the
 // source GPU too: `peer_mapping::try_map(buffer, {source agent})` issues MAP_MEMORY_TO_GPU with
 // the buffer's own GPU and the peer (the owner's mapping is already there; the kernel and the
@@ -23,12 +24,12 @@
 #include <aqueduct/abi/kfd_ioctl.hpp>
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/runtime/agent.hpp>
-#include <aqueduct/runtime/emulator.hpp>
 #include <aqueduct/runtime/kernel.hpp>
 #include <aqueduct/runtime/memory.hpp>
 #include <aqueduct/runtime/queue.hpp>
 #include <aqueduct/runtime/queue_kind.hpp>
 #include <aqueduct/runtime/sdma_queue.hpp>
+#include <aqueduct/runtime/shader_copy.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -52,23 +53,6 @@ struct copy_options {
   std::uint64_t shader_chunk_bytes = 1u << 20;  // bytes per workgroup of the copy kernel
   sync::nanoseconds timeout = std::chrono::seconds(60);
 };
-
-// The shader copy's kernel on the emulator: kernargs {dst, src, bytes, chunk}; workgroup i copies
-// [i*chunk, min((i+1)*chunk, bytes)). Checked accesses: unmapped memory faults the dispatch.
-struct copy_kernel_args {
-  std::uint64_t dst, src, bytes, chunk;
-};
-inline constexpr const char* copy_kernel_name = "aqueduct_copy_bytes";
-inline void copy_kernel(emu::workgroup_context& ctx) {
-  const emu::host_workgroup wg(ctx);
-  const auto a = wg.args<copy_kernel_args>();
-  const std::uint64_t off = std::uint64_t{wg.id(0)} * a.chunk;
-  if (off >= a.bytes) return;
-  const std::uint64_t n = std::min(a.chunk, a.bytes - off);
-  const auto* s = ctx.ptr<const std::byte>(a.src + off, n);
-  auto* d = ctx.ptr<std::byte>(a.dst + off, n, true);
-  std::memmove(d, s, n);
-}
 
 class copy_engine {
  public:
@@ -109,24 +93,16 @@ class copy_engine {
   // Overlapping ranges are errc::invalid_argument: neither path behaves like memmove (docs/copies.md).
   [[nodiscard]] result<void> try_copy(gpu_va dst, gpu_va src, std::uint64_t bytes) {
     if (bytes == 0) return ok();
-    if (dst.value < src.value + bytes && src.value < dst.value + bytes)
-      return failure(errc::invalid_argument, "copy: destination " + std::to_string(dst.value) + " and source " +
-                                                 std::to_string(src.value) + " ranges of " + std::to_string(bytes) +
-                                                 " bytes overlap; copies are not memmove: copy through a temporary buffer");
+    AQUEDUCT_TRY_VOID(try_check_disjoint(dst, src, bytes));
     if (sdma_) {
       AQUEDUCT_TRY(auto seq, sdma_->try_copy(dst, src, bytes, opt_.timeout));
       return sdma_->try_wait(seq, opt_.timeout);
     }
-    const std::uint64_t chunk = opt_.shader_chunk_bytes;
-    const std::uint64_t groups = bytes / chunk + (bytes % chunk != 0);  // no bytes + chunk - 1: it wraps
-    constexpr std::uint64_t wg = 64;
-    if (groups * wg > 0xFFFFFFFFull)
-      return failure(errc::invalid_argument, "shader copy of " + std::to_string(bytes) + " bytes needs more than 2^32 work-items; raise copy_options::shader_chunk_bytes");
+    AQUEDUCT_TRY(const grid g, try_shader_grid(bytes, opt_.shader_chunk_bytes));
     dispatch_options d;
     d.timeout = opt_.timeout;
-    AQUEDUCT_TRY(auto idx, shader_->try_dispatch_with(d, kernel_, grid{static_cast<std::uint32_t>(groups * wg)},
-                                                      block{static_cast<std::uint16_t>(wg)}, device_ptr<void>::at(dst),
-                                                      device_ptr<const void>::at(src), bytes, chunk));
+    AQUEDUCT_TRY(auto idx, shader_->try_dispatch_with(d, kernels_->copy, g, block{shader_copy_block}, device_ptr<void>::at(dst),
+                                                      device_ptr<const void>::at(src), bytes, opt_.shader_chunk_bytes));
     return shader_->try_wait(idx, opt_.timeout);
   }
   template <class T>
@@ -136,25 +112,30 @@ class copy_engine {
                                                  std::to_string(src.size()));
     return try_copy(dst.va(), src.va(), src.size_bytes());
   }
-  // A dword fill on SDMA (errc::not_supported on the shader path).
+  // A dword fill (`dst` and `bytes` dword multiples): CONSTANT_FILL on SDMA, else the fill kernel.
   [[nodiscard]] result<void> try_fill(gpu_va dst, std::uint32_t value, std::uint64_t bytes) {
-    if (!sdma_) return failure(errc::not_supported, "fill without an SDMA queue");
-    AQUEDUCT_TRY(auto seq, sdma_->try_fill(dst, value, bytes, opt_.timeout));
-    return sdma_->try_wait(seq, opt_.timeout);
+    if (sdma_) {
+      AQUEDUCT_TRY(auto seq, sdma_->try_fill(dst, value, bytes, opt_.timeout));
+      return sdma_->try_wait(seq, opt_.timeout);
+    }
+    if (!dst.aligned(4) || bytes % 4) return failure(errc::invalid_argument, "fill: address and length must be dword multiples");
+    if (bytes == 0) return ok();
+    const std::uint64_t chunk = std::max<std::uint64_t>(opt_.shader_chunk_bytes / 4 * 4, 4);  // whole dwords per workgroup
+    AQUEDUCT_TRY(const grid g, try_shader_grid(bytes, chunk));
+    dispatch_options d;
+    d.timeout = opt_.timeout;
+    AQUEDUCT_TRY(auto idx, shader_->try_dispatch_with(d, kernels_->fill, g, block{shader_copy_block}, device_ptr<void>::at(dst), bytes,
+                                                      chunk, value));
+    return shader_->try_wait(idx, opt_.timeout);
   }
 
  private:
   result<void> try_make_shader_path() {
-    if (!gpu_.emulated())
-      return failure(errc::not_supported, "no SDMA queue on " + gpu_.gfx_name() + " (" + why_shader_ +
-                                              ") and aqueduct ships no gfx copy kernel yet for the shader fallback");
-    emu::host_code_object hco;
-    hco.kernels.push_back(emu::host_kernel::with_args<void*, const void*, std::uint64_t, std::uint64_t>(copy_kernel_name, copy_kernel));
-    AQUEDUCT_TRY(auto exe, emu::try_load(gpu_, hco));
-    auto k = exe.try_get_kernel<void*, const void*, std::uint64_t, std::uint64_t>(copy_kernel_name);
-    if (!k) return std::move(k).get_failure();
-    kernel_ = std::move(*k);
-    exe_.emplace(std::move(exe));
+    auto k = try_shader_kernels(gpu_);
+    if (!k)
+      return failure(k.get_failure().code(),
+                     "no SDMA queue on " + gpu_.gfx_name() + " (" + why_shader_ + ") and no shader copy to fall back to: " + std::string(k.detail()));
+    kernels_ = *k;
     queue_options qo;
     qo.slots = opt_.shader_queue_slots;
     AQUEDUCT_TRY(auto q, gpu_.try_make_queue(aql, qo));
@@ -166,8 +147,7 @@ class copy_engine {
   copy_options opt_{};
   std::optional<sdma_queue> sdma_;
   std::string why_shader_;
-  std::optional<executable> exe_;
-  kernel<void*, const void*, std::uint64_t, std::uint64_t> kernel_{};
+  const shader_kernels* kernels_ = nullptr;  // the agent's (runtime/shader_copy.hpp)
   std::optional<runtime::queue> shader_;  // declared last: destroyed (drained) first
 };
 

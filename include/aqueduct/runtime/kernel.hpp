@@ -280,6 +280,9 @@ class executable {
   // `r` is released when the code is unloaded (aqueduct::emu::try_load unregisters the host
   // functions it registered, so loading and destroying executables does not grow the registry).
   void on_unload(std::shared_ptr<const void> r) noexcept { on_unload_ = std::move(r); }
+  // Stops keeping the system alive: for code the system's own state holds (runtime/shader_copy.hpp),
+  // which it would otherwise keep alive itself. It is then destroyed with that state.
+  void release_system() noexcept { keep_.reset(); }
 
  private:
   [[nodiscard]] result<const code::loaded_kernel*> try_find(std::string_view name) const {

@@ -175,7 +175,7 @@ class graph_loader {
     switch (x.kind) {
       case node_kind::kernel: fits = t == queue_type::pm4 || (t == queue_type::aql && !x.counts); break;
       case node_kind::copy:
-      case node_kind::fill: fits = t == queue_type::sdma; break;
+      case node_kind::fill: fits = t != queue_type::none; break;  // AQL, PM4: the shader copy
       case node_kind::timestamp: fits = t != queue_type::none; break;
       case node_kind::conditional: fits = t == queue_type::pm4 || t == queue_type::sdma; break;
       case node_kind::host:

@@ -21,6 +21,7 @@
 #include <aqueduct/abi/sdma.hpp>
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/graph/detail/plan.hpp>
+#include <aqueduct/graph/detail/shader_op.hpp>
 #include <aqueduct/queue/aql_packets.hpp>
 #include <aqueduct/runtime/commands.hpp>
 #include <aqueduct/runtime/pm4_queue.hpp>
@@ -187,24 +188,26 @@ class aql_lowering {
       first_barrier = false;
       if (x.kind == node_kind::kernel && x.counts)
         throw_failure(failure(errc::not_supported, x.describe() + ": an indirect kernel runs on a PM4 queue (DISPATCH_INDIRECT)"));
-      if (x.kind == node_kind::kernel && x.enabled) {
+      if (dispatches(x) && x.enabled) {
+        const runtime::grid g = launch_grid(x);
+        const runtime::block b = launch_block(x);
         aqueduct::ring::kernel_dispatch d;
         d.kernel_object = x.kernel.object;
         d.kernarg_address = v_.kernargs(n);
-        d.grid = {x.grid.x, x.grid.y, x.grid.z};
-        d.workgroup = {x.block.x, x.block.y, x.block.z};
+        d.grid = {g.x, g.y, g.z};
+        d.workgroup = {b.x, b.y, b.z};
         d.segments = {x.kernel.group_segment_size, x.kernel.private_segment_size};
         d.completion_signal = completion;
         d.barrier = barrier;
         out_.aql.push_back(to_slot(aqueduct::ring::make_packet(d)));
-      } else if (x.kind == node_kind::kernel) {  // disabled: a no-op that keeps its place and signal
+      } else if (dispatches(x)) {  // disabled: a no-op that keeps its place and signal
         aqueduct::ring::barrier_and b;
         b.barrier = barrier;
         b.completion_signal = completion;
         out_.aql.push_back(to_slot(aqueduct::ring::make_packet(b)));
       } else {
-        throw_failure(failure(errc::not_supported, x.describe() + ": an AQL queue runs kernels only (record copies, fills, "
-                                                                  "signals and timestamps on an SDMA or PM4 queue)"));
+        throw_failure(failure(errc::not_supported, x.describe() + ": an AQL queue runs kernels, copies and fills (shader copies) "
+                                                                  "only (record signals and timestamps on an SDMA or PM4 queue)"));
       }
       out_.aql_node.push_back(n);
     }
@@ -258,6 +261,8 @@ class pm4_lowering {
       if (v_.tracing()) q.encode_timestamp(out_.cmds, v_.stamp(n, 0));
       switch (x.kind) {
         case node_kind::kernel:
+        case node_kind::copy:  // the shader copy
+        case node_kind::fill:
           if (x.enabled) encode_kernel(out_.cmds, x, n, q);
           break;
         case node_kind::signal_record: {
@@ -274,8 +279,8 @@ class pm4_lowering {
           if (x.enabled) encode_conditional(out_.cmds, n, q);
           break;
         default:
-          throw_failure(failure(errc::not_supported, x.describe() + ": a PM4 queue runs kernels, signal records, timestamps and "
-                                                                    "conditionals (record copies and fills on an SDMA queue)"));
+          throw_failure(failure(errc::not_supported, x.describe() + ": a PM4 queue runs kernels, shader copies and fills, signal "
+                                                                    "records, timestamps and conditionals"));
       }
       if (v_.tracing()) q.encode_timestamp(out_.cmds, v_.stamp(n, 1));
       if (pn.signal != no_index)
@@ -288,14 +293,14 @@ class pm4_lowering {
     out_.stale = false;
   }
 
-  // A kernel node's dispatch: direct, or (counts set) indirect.
+  // A kernel node's dispatch: direct, or (counts set) indirect; a shader copy's or fill's, direct.
   void encode_kernel(runtime::command_buffer& out, const node& x, std::uint32_t n, const runtime::pm4_queue& q) const {
     const gpu_va args = v_.kernargs(n);
     const gpu_va packet = args + byte_count(kernarg_bytes(x));
     if (x.counts)
       q.encode_dispatch_indirect(out, x.kernel, x.counts, x.block, args, packet);
     else
-      q.encode_dispatch(out, x.kernel, x.grid, x.block, args, packet);
+      q.encode_dispatch(out, x.kernel, launch_grid(x), launch_block(x), args, packet);
   }
   // Bytes of a kernel node's kernarg block (its dispatch packet follows, 64-byte aligned).
   [[nodiscard]] static std::uint64_t kernarg_bytes(const node& x) noexcept {
@@ -337,7 +342,9 @@ class pm4_lowering {
       const node& y = p_.nodes[m];
       if (!y.enabled) continue;
       switch (y.kind) {
-        case node_kind::kernel: encode_kernel(b, y, m, q); break;
+        case node_kind::kernel:
+        case node_kind::copy:  // the shader copy
+        case node_kind::fill: encode_kernel(b, y, m, q); break;
         case node_kind::timestamp: q.encode_timestamp(b, y.dst); break;
         case node_kind::signal_record: {
           const abi::amd_signal& s = *y.signal.get();

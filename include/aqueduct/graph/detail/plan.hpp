@@ -210,13 +210,14 @@ inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
   me.nesting = owner.nesting + (x.kind == node_kind::conditional ? 1 : 0);
   if (c.queue.type == queue_type::pm4) p.max_nesting = std::max(p.max_nesting, me.nesting);
   const bool sdma = c.queue.type == queue_type::sdma;
-  if ((x.kind != (sdma ? node_kind::copy : node_kind::kernel) && (!sdma || x.kind != node_kind::fill) && x.kind != node_kind::timestamp &&
+  if (((sdma || x.kind != node_kind::kernel) && x.kind != node_kind::copy && x.kind != node_kind::fill && x.kind != node_kind::timestamp &&
        x.kind != node_kind::signal_record && x.kind != node_kind::conditional))
     throw_failure(failure(errc::not_supported, x.describe() + " inside the body of " + c.describe() +
                                                    (sdma ? ": an SDMA body holds copies, fills, timestamps, signal records and conditionals "
                                                            "of its conditional's queue (the engine runs or skips it in place)"
-                                                         : ": a body holds kernels, timestamps, signal records and conditionals of its "
-                                                           "conditional's queue (the command processor runs it as an indirect buffer)")));
+                                                         : ": a body holds kernels, copies and fills (shader copies), timestamps, signal "
+                                                           "records and conditionals of its conditional's queue (the command processor "
+                                                           "runs it as an indirect buffer)")));
   if (!(x.queue == c.queue))
     throw_failure(failure(errc::not_supported, x.describe() + " inside the body of " + c.describe() +
                                                    ": a body runs on its conditional's queue only (" + queue_name(c.queue) + ")"));
@@ -225,8 +226,8 @@ inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
   if (x.kind == node_kind::conditional) place_flags(p, i);
 }
 
-// With `trace`, every AQL kernel gets a completion signal too: the packet processor writes its
-// start_ts/end_ts there.
+// With `trace`, every AQL dispatch (kernel or shader copy) gets a completion signal too: the
+// packet processor writes its start_ts/end_ts there.
 [[nodiscard]] inline plan make_plan(const task_graph& g, bool trace = false) {
   plan p;
   std::vector<flat_origin> origin;
@@ -283,7 +284,7 @@ inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
       }
     }
     if (p.nodes[i].kind == node_kind::host) needs_signal[i] = true;
-    if (trace && p.nodes[i].kind == node_kind::kernel && p.nodes[i].queue.type == queue_type::aql) needs_signal[i] = true;
+    if (trace && dispatches(p.nodes[i]) && p.nodes[i].queue.type == queue_type::aql) needs_signal[i] = true;
   }
   for (std::uint32_t i = 0; i < n; ++i) {
     p.placed[i].tag = i;

@@ -81,6 +81,9 @@ struct agent_state {
   // The device heap hidden_heap_v1 points at (agent::try_load: made for the first code object
   // whose kernels list it, then shared by every kernel of this agent, as CLR's per-device heap).
   std::optional<kfd::buffer<file_type>> device_heap;
+  // The shader copy's kernels (runtime/shader_copy.hpp: a runtime::shader_kernels), loaded on first
+  // use; its executable does not keep the system alive, so this is no cycle.
+  std::shared_ptr<const void> shader_code;
 };
 
 // Shared by the system and everything made from it (agents, queues, buffers, executables,
