@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -127,6 +128,21 @@ TEST_CASE("when SDMA queues run out, copies fall back to the shader copy with co
   CHECK(fb.fallback_reason().find("ENOMEM") != std::string::npos);
   for (std::size_t n : {std::size_t{1}, std::size_t{4095}, std::size_t{4097}, std::size_t{3 * 4096 + 7}, std::size_t{1 << 20}})
     round_trip(gpu, fb, n, 3);
+  // The fill kernel beside the copy kernel: a dword fill on the shader path too, across three
+  // 4 KiB workgroup chunks; partial dwords refused as on SDMA.
+  auto words = gpu.alloc<std::uint32_t>(3002, rt::memory_kind::host);
+  std::fill_n(words.data(), 3002, 7u);
+  REQUIRE(fb.try_fill(words.va() + aqueduct::byte_count(4), 0xC0FFEE11u, 4 * 3000));
+  std::uint32_t filled = 0;
+  for (std::uint32_t i = 1; i <= 3000; ++i) filled += words[i] == 0xC0FFEE11u;
+  CHECK(filled == 3000);
+  CHECK(words[0] == 7);
+  CHECK(words[3001] == 7);
+  CHECK(fb.try_fill(words.va() + aqueduct::byte_count(2), 1u, 8).get_failure() == errc::invalid_argument);
+  // The kernels are the agent's, loaded once: a second shader engine uses the same ones.
+  auto fb2 = rt::copy_engine::create(gpu, o);
+  CHECK(rt::try_shader_kernels(gpu).value() == rt::try_shader_kernels(gpu).value());
+  round_trip(gpu, fb2, 5000, 4);
   // A fault on the shader path: an unmapped source.
   auto out = gpu.alloc<unsigned char>(64, rt::memory_kind::host);
   std::vector<unsigned char> stray(64);
