@@ -370,3 +370,23 @@ TEST_CASE("eager, traced: a shader copy has a submit span and an execution span 
   CHECK(runs[0].end_ns >= runs[0].start_ns);
   CHECK(runs[1].start_ns + 10 >= runs[0].end_ns);  // one after the other (PM4 ticks are 10 ns)
 }
+
+TEST_CASE("buffer generations: a launch after a shader copy's source was freed is refused, naming the node; a live one makes it launchable") {
+  rig r;
+  auto a = r.host_buffer(64, 3), b = r.host_buffer(64);
+  g::node_id c{};
+  auto prog = [&]() -> g::task<void> { c = co_await g::on(r.pm4).copy(b.va(), a.va(), 256).label("move"); };
+  auto exec = g::instantiate(g::capture(prog()));
+  exec.wait(exec.launch());
+  CHECK(b[63] == 3);
+  a.reset();
+  std::fill_n(b.data(), 64, 0u);
+  auto t = exec.try_launch();
+  REQUIRE_FALSE(t);
+  CHECK_MESSAGE(contains(t.get_failure().describe(), "shader copy \"move\""), t.get_failure().describe());
+  CHECK_MESSAGE(contains(t.get_failure().describe(), "freed"), t.get_failure().describe());
+  auto a2 = r.host_buffer(64, 4);
+  REQUIRE(exec.try_set_copy(c, b.va(), a2.va(), 256));
+  exec.wait(exec.launch());
+  CHECK(b[63] == 4);
+}
