@@ -390,3 +390,28 @@ TEST_CASE("buffer generations: a launch after a shader copy's source was freed i
   exec.wait(exec.launch());
   CHECK(b[63] == 4);
 }
+
+TEST_CASE("a topology update that adds a shader copy re-lowers its segment only, and the new copy runs") {
+  rig r;
+  auto a = r.host_buffer(16, 9), b = r.host_buffer(16), c = r.host_buffer(16), d = r.host_buffer(16);
+  auto prog = [&](bool more) -> g::task<void> {
+    co_await g::on(r.sdma).copy(d.va(), a.va(), 64).label("other queue");
+    co_await g::on(r.aql).copy(b.va(), a.va(), 64).label("first");
+    if (more) co_await g::on(r.aql).copy(c.va(), b.va(), 64).label("second");
+  };
+  auto exec = g::instantiate(g::capture(prog(false)));
+  exec.wait(exec.launch());
+  CHECK(b[15] == 9);
+  CHECK(c[15] == 0);
+  REQUIRE(exec.try_update(g::capture(prog(true))));
+  const auto& u = exec.last_update();
+  CHECK(u.topology_changed);
+  CHECK_FALSE(u.reinstantiated);
+  CHECK(u.added == 1);
+  CHECK(u.relowered == std::vector<bool>{false, true});  // the SDMA segment kept, the AQL one re-lowered
+  a[15] = 10;
+  exec.wait(exec.launch());
+  CHECK(b[15] == 10);
+  CHECK(c[15] == 10);
+  CHECK(d[15] == 10);
+}

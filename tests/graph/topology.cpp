@@ -281,16 +281,17 @@ TEST_CASE("a new node its queue cannot run is refused by the update, which leave
     exec.wait(exec.launch());
     const segment_snapshot before[] = {snapshot(exec, 0), snapshot(exec, 1), snapshot(exec, 2)};
 
-    g::task_graph copy_on_aql = plain;  // the SDMA copy node, again, on the AQL queue
+    g::task_graph stamp_on_aql = plain;  // a timestamp on the AQL queue (a copy would be a shader copy there)
     g::node bad = plain[t.move];
+    bad.kind = g::node_kind::timestamp;
     bad.queue = plain[t.scale].queue;
     bad.deps = {t.scale.value};
-    (void)copy_on_aql.add(bad);
-    auto r1 = exec.try_update(copy_on_aql);
+    (void)stamp_on_aql.add(bad);
+    auto r1 = exec.try_update(stamp_on_aql);
     REQUIRE_FALSE(r1);
     CHECK(r1.get_failure() == aq::errc::not_supported);
     CHECK(contains(r1.get_failure().detail(), "\"move\""));
-    CHECK(contains(r1.get_failure().detail(), "AQL queue runs kernels only"));
+    CHECK(contains(r1.get_failure().detail(), "AQL queue runs kernels, copies and fills (shader copies) only"));
 
     g::task_graph big_args = plain;  // a kernel node with more argument bytes than its kernel takes
     g::node k = plain[t.offset];
