@@ -186,6 +186,57 @@ TEST_CASE("a new cross-queue edge re-lowers both segments it joins and orders th
   }
 }
 
+TEST_CASE("a host node added between two queues re-lowers the segment that now waits for it") {
+  rig r;
+  auto a = r.host_buffer(1), b = r.host_buffer(1);
+  std::vector<std::uint32_t> seen;
+  g::node_id st{};
+  auto prog = [&](bool host) -> g::task<void> {
+    st = co_await g::on(r.aql).dispatch(r.store_k, rt::grid{1}, rt::block{1}, a, 0u, 5u).label("store");
+    if (host)
+      co_await g::host([&] {
+        seen.push_back(a[0]);  // the kernel before it has finished
+        a[0] *= 10;
+      }).label("times ten");
+    co_await g::on(r.sdma).copy(b.va(), a.va(), 4).label("copy");  // and the copy after it waits for it
+  };
+  auto exec = g::instantiate(g::capture(prog(false)));
+  exec.wait(exec.launch());
+  CHECK(b[0] == 5);
+  const segment_snapshot aql = snapshot(exec, 0);
+  REQUIRE(exec.try_update(g::capture(prog(true))));
+  CHECK_FALSE(exec.last_update().reinstantiated);
+  // The store's signal was waited for already (by the copy): its AQL packet stays; the host now
+  // waits for it too (its mailbox, set in each slot), and the copy waits for the host node.
+  CHECK(exec.last_update().relowered == std::vector<bool>{false, true});
+  CHECK(exec.has_host_nodes());
+  auto run = [&]() -> g::task<void> {
+    for (std::uint32_t i = 0; i < 6; ++i) {
+      REQUIRE(exec.try_set_args(st, a, 0u, 7u + i));
+      co_await g::replay(exec);
+      CHECK(b[0] == (7 + i) * 10);
+    }
+  };
+  g::sync_wait(run());
+  CHECK(seen == std::vector<std::uint32_t>{7, 8, 9, 10, 11, 12});
+  CHECK(snapshot(exec, 0) == aql);
+  {  // the store's signal raises the graph's event in every slot now (the host sleeps on it)
+    const auto& st8 = exec.state();
+    const std::uint32_t sig = st8.p.placed[st8.p.scopes[0].to_flat[st.value]].signal;
+    REQUIRE(sig != g::detail::no_index);
+    for (std::uint32_t slot = 0; slot < st8.slots(); ++slot) CHECK(st8.signal(slot, sig)->event_mailbox_ptr == st8.event.mailbox_va().value);
+  }
+
+  REQUIRE(exec.try_update(g::capture(prog(false))));  // and without it again
+  CHECK_FALSE(exec.last_update().reinstantiated);
+  CHECK(exec.last_update().removed == 1);
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    exec.wait(exec.launch());  // no host node: a plain launch again
+    CHECK(b[0] == 5);
+  }
+  CHECK(seen.size() == 6);
+}
+
 TEST_CASE("a topology update never touches a replay in flight") {
   for (const g::replay_mode mode : {g::replay_mode::ring_copy, g::replay_mode::indirect}) {
     CAPTURE(name(mode));

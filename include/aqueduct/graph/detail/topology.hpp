@@ -132,7 +132,10 @@ inline void align(const std::vector<node>& on, const std::vector<std::uint32_t>&
     if (old_of_new[j] != i) return true;  // another node, or the same ones reordered
     const planned_node& a = op.placed[i];
     const planned_node& b = np.placed[j];
-    if (a.same_queue_dep != b.same_queue_dep || a.signal != b.signal || a.tag != b.tag || old_host_waited[i] != new_host_waited[j] ||
+    // A host wait shows in PM4 and SDMA packets (they raise the event); an AQL packet only names
+    // the signal, whose mailbox the slot sets when next used (exec_state::signals_dirty).
+    const bool host_wait_in_packets = np.segments[seg].type != queue_type::aql && old_host_waited[i] != new_host_waited[j];
+    if (a.same_queue_dep != b.same_queue_dep || a.signal != b.signal || a.tag != b.tag || host_wait_in_packets ||
         packets_differ(op.nodes[i], np.nodes[j]) || a.waits.size() != b.waits.size() || a.external.size() != b.external.size())
       return true;
     for (std::size_t w = 0; w < b.waits.size(); ++w)  // by signal: the same index is the same address
