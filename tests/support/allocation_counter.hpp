@@ -4,8 +4,9 @@
 // Include it in exactly ONE translation unit of a test executable: it REPLACES the global
 // operator new / delete (replacement functions cannot be inline). Allocations are counted only
 // on a thread inside a `counting_allocations` scope, so other threads (an emulated processor)
-// do not disturb the count. The nothrow form is replaced too (the emulator allocates with it),
-// so every delete pairs with malloc.
+// do not disturb the count — or, inside a `counting_all_threads` scope, on every thread (the
+// emulated processor's own hot path, tests/emu/aql_hot_path.cpp). The nothrow and the aligned
+// forms are replaced too (the emulator allocates with them), so every delete pairs with malloc.
 #pragma once
 
 #include <atomic>
@@ -15,13 +16,24 @@
 
 namespace aq_test {
 inline thread_local bool counting = false;
+inline std::atomic<bool> counting_everywhere{false};
 inline std::atomic<std::size_t> allocations{0};
+[[nodiscard]] inline bool counts_now() noexcept {
+  return counting || counting_everywhere.load(std::memory_order_relaxed);
+}
 // Counts this thread's allocations while alive.
 struct counting_allocations {
   counting_allocations() noexcept { counting = true; }
   ~counting_allocations() { counting = false; }
   counting_allocations(const counting_allocations&) = delete;
   counting_allocations& operator=(const counting_allocations&) = delete;
+};
+// Counts every thread's allocations while alive.
+struct counting_all_threads {
+  counting_all_threads() noexcept { counting_everywhere.store(true, std::memory_order_seq_cst); }
+  ~counting_all_threads() { counting_everywhere.store(false, std::memory_order_seq_cst); }
+  counting_all_threads(const counting_all_threads&) = delete;
+  counting_all_threads& operator=(const counting_all_threads&) = delete;
 };
 }  // namespace aq_test
 
@@ -31,13 +43,25 @@ struct counting_allocations {
 #  pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 void* operator new(std::size_t n) {
-  if (aq_test::counting) aq_test::allocations.fetch_add(1, std::memory_order_relaxed);
+  if (aq_test::counts_now()) aq_test::allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
 void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  if (aq_test::counting) aq_test::allocations.fetch_add(1, std::memory_order_relaxed);
+  if (aq_test::counts_now()) aq_test::allocations.fetch_add(1, std::memory_order_relaxed);
   return std::malloc(n ? n : 1);
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+// Over-aligned types (alignas(64) descriptors and packets) come here.
+void* operator new(std::size_t n, std::align_val_t al, const std::nothrow_t&) noexcept {
+  if (aq_test::counts_now()) aq_test::allocations.fetch_add(1, std::memory_order_relaxed);
+  const auto a = static_cast<std::size_t>(al);
+  return std::aligned_alloc(a, n == 0 ? a : (n + a - 1) / a * a);  // a multiple of the alignment
+}
+void* operator new(std::size_t n, std::align_val_t al) {
+  if (void* p = operator new(n, al, std::nothrow)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }

@@ -53,6 +53,11 @@ class test_events final : public aqueduct::emu::event_notifier {
   [[nodiscard]] std::uint64_t timestamp() const noexcept override {
     return fixed_ ? *fixed_ : aqueduct::emu::event_notifier::timestamp();
   }
+  // Room for `n` event ids: raising that many allocates nothing (tests that count allocations).
+  void reserve(std::size_t n) {
+    std::lock_guard l(mu_);
+    ids_.reserve(n);
+  }
   // The event ids raised so far, in order.
   [[nodiscard]] std::vector<std::uint32_t> ids() {
     std::lock_guard l(mu_);

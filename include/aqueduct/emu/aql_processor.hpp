@@ -180,6 +180,11 @@ class aql_processor : public queue_wakeup {
   }
 
  private:
+  // A kernel dispatch in flight. It lives inside its `inflight` entry, which the processor
+  // recycles once the packet has retired (no heap allocation per dispatch in steady state): the
+  // plan keeps its kernarg copy's capacity and its budget counter, and plan_aql_dispatch rewrites
+  // every field a dispatch uses. Workers reach it through jobs_ and stop touching it before its
+  // last workgroup sets `complete`; only then can the processor retire and reuse it.
   struct dispatch_job {
     detail::aql_dispatch d;
     std::uint64_t index = 0;                   // the packet (the CWSR records' dispatch key)
@@ -191,14 +196,30 @@ class aql_processor : public queue_wakeup {
     engine_fault fault = engine_fault::none;
     std::uint64_t fault_address = 0;
     std::string fault_detail;
+
+    void reset(std::uint64_t packet_index) noexcept {  // processor thread, entry not in jobs_
+      index = packet_index;
+      next_wg = 0;
+      done_wg.store(0, std::memory_order_relaxed);
+      complete.store(false, std::memory_order_relaxed);
+      faulted.store(false, std::memory_order_relaxed);
+      fault = engine_fault::none;
+      fault_address = 0;
+      fault_detail.clear();
+    }
   };
   struct inflight {
     std::uint64_t index = 0;
     abi::aql_slot packet{};
     std::uint64_t signal = 0;  // completion signal VA
     std::uint8_t release_scope = 0;
-    std::atomic<bool> complete{false};
-    std::shared_ptr<dispatch_job> job;  // null for barrier packets
+    bool is_dispatch = false;          // `job` is this packet's (else a barrier packet)
+    std::atomic<bool> complete{false};  // barrier packets
+    dispatch_job job;
+
+    [[nodiscard]] bool done() const noexcept {
+      return (is_dispatch ? job.complete : complete).load(std::memory_order_acquire);
+    }
   };
 
   aql_processor(const aql_queue_binding& b, const vm_access& vm, event_notifier& ev, const host_kernel_registry& reg,
@@ -210,6 +231,11 @@ class aql_processor : public queue_wakeup {
     rptr_ = static_cast<std::uint64_t*>(vm_.host_address(b_.read_pointer_va));
     launch_ = std::atomic_ref<std::uint64_t>(*rptr_).load(std::memory_order_acquire);
     retired_.store(launch_, std::memory_order_release);
+    // Sized once: at most max_inflight packets are in flight, so these never grow later.
+    const std::size_t cap = std::max<std::size_t>(opt_.max_inflight, 1);
+    inflight_.reserve(cap);
+    spare_inflight_.reserve(cap);
+    jobs_.reserve(cap);
   }
 
   void start() {
@@ -280,7 +306,7 @@ class aql_processor : public queue_wakeup {
             backoff = std::min(backoff * 2, std::chrono::microseconds(1000));
             break;
           }
-          auto e = push_inflight(snap, h);
+          inflight* e = push_inflight(take_inflight(), snap, h, false);
           e->complete.store(true, std::memory_order_release);
           release_slot(snap);  // launched and, being satisfied, complete: it retires below
           advanced = true;
@@ -329,22 +355,26 @@ class aql_processor : public queue_wakeup {
     return out;
   }
 
-  inflight* push_inflight(const abi::aql_slot& snap, const abi::decoded_header& h) {
-    std::unique_ptr<inflight> e;
-    if (!spare_inflight_.empty()) {  // recycled: no allocation per packet in steady state
-      e = std::move(spare_inflight_.back());
+  // An entry for the packet at launch_: a retired one recycled (no allocation per packet in
+  // steady state), else a new one (at most max_inflight are ever made).
+  inflight* take_inflight() {
+    if (!spare_inflight_.empty()) {
+      inflight* e = spare_inflight_.back();
       spare_inflight_.pop_back();
-      e->complete.store(false, std::memory_order_relaxed);
-      e->job.reset();
-    } else {
-      e = std::make_unique<inflight>();
+      return e;
     }
+    entries_.push_back(std::make_unique<inflight>());
+    return entries_.back().get();
+  }
+  inflight* push_inflight(inflight* e, const abi::aql_slot& snap, const abi::decoded_header& h, bool is_dispatch) {
     e->index = launch_;
     e->packet = snap;
     std::memcpy(&e->signal, snap.bytes + 56, 8);  // completion_signal is at 56 in every packet
     e->release_scope = h.release_scope;
-    inflight_.push_back(std::move(e));
-    return inflight_.back().get();
+    e->is_dispatch = is_dispatch;
+    e->complete.store(false, std::memory_order_relaxed);
+    inflight_.push_back(e);  // reserved for max_inflight: no allocation
+    return e;
   }
 
   // Launch of the packet at launch_: its slot goes back to the producer — header INVALID (the
@@ -457,17 +487,18 @@ class aql_processor : public queue_wakeup {
   bool launch_dispatch(const abi::aql_slot& snap, const abi::decoded_header& h) {
     abi::kernel_dispatch_packet p;
     std::memcpy(&p, snap.bytes, sizeof p);
-    auto job = std::make_shared<dispatch_job>();
-    job->index = launch_;
+    inflight* e = take_inflight();
+    dispatch_job* job = &e->job;
+    job->reset(launch_);
     const detail::aql_dispatch_source src{b_.family, b_.ring_va + (launch_ & (slots_ - 1)) * abi::aql_packet_size, launch_,
                                           b_.amd_queue_va, opt_.max_lds_bytes};
     if (const detail::reject r = detail::plan_aql_dispatch(p, src, vm_, registry_, job->d); r.fault != engine_fault::none) {
+      spare_inflight_.push_back(e);
       fail(r.fault, launch_, snap, r.address, r.why);
       return false;
     }
     job->d.plan.budget->store(opt_.instruction_budget, std::memory_order_relaxed);
-    inflight* e = push_inflight(snap, h);
-    e->job = job;
+    push_inflight(e, snap, h, true);
     if (job->d.profiling && p.completion_signal != 0)
       std::atomic_ref<std::uint64_t>(host<abi::amd_signal>(p.completion_signal)->start_ts)
           .store(events_.timestamp(), std::memory_order_relaxed);
@@ -481,7 +512,7 @@ class aql_processor : public queue_wakeup {
     } else {
       {
         std::lock_guard lock(mu_);
-        jobs_.push_back(job);
+        jobs_.push_back(job);  // reserved for max_inflight: no allocation
       }
       worker_cv_.notify_all();
     }
@@ -496,26 +527,26 @@ class aql_processor : public queue_wakeup {
     bool any = false;
     for (std::size_t i = 0; !dead_ && i < inflight_.size();) {
       inflight& e = *inflight_[i];
-      if (!(e.job ? e.job->complete : e.complete).load(std::memory_order_acquire)) {
+      if (!e.done()) {
         ++i;
         continue;
       }
-      if (e.job && e.job->faulted.load(std::memory_order_acquire)) {
+      if (e.is_dispatch && e.job.faulted.load(std::memory_order_acquire)) {
         std::string why;
         engine_fault f;
         std::uint64_t addr;
         {
-          std::lock_guard lock(e.job->fault_mu);
-          f = e.job->fault;
-          addr = e.job->fault_address;
-          why = e.job->fault_detail;
+          std::lock_guard lock(e.job.fault_mu);
+          f = e.job.fault;
+          addr = e.job.fault_address;
+          why = e.job.fault_detail;
         }
         dead_ = true;  // the queue is dead: nothing completes after the faulting dispatch
         quiet_.store(true, std::memory_order_release);
         fail(f, e.index, e.packet, addr, why);
         break;
       }
-      if (e.signal != 0 && e.job && e.job->d.profiling)
+      if (e.signal != 0 && e.is_dispatch && e.job.d.profiling)
         std::atomic_ref<std::uint64_t>(host<abi::amd_signal>(e.signal)->end_ts).store(events_.timestamp(), std::memory_order_relaxed);
       // Completion signal with the packet's release scope, then its event.
       if (e.signal != 0) {
@@ -530,8 +561,7 @@ class aql_processor : public queue_wakeup {
           events_.signal_event(id);
         }
       }
-      inflight_[i]->job.reset();
-      spare_inflight_.push_back(std::move(inflight_[i]));
+      spare_inflight_.push_back(inflight_[i]);
       inflight_.erase(inflight_.begin() + static_cast<std::ptrdiff_t>(i));
       any = true;
     }
@@ -551,14 +581,14 @@ class aql_processor : public queue_wakeup {
   // from the state read back. false: the queue was stopped meanwhile.
   bool preemption_point() {
     if (!preemptor_.due(true)) return true;
-    std::vector<std::shared_ptr<dispatch_job>> jobs;
+    std::vector<dispatch_job*> jobs;
     std::vector<detail::resident_dispatch> resident;
     {
       std::unique_lock lock(mu_);
       paused_ = true;
       idle_cv_.wait(lock, [&] { return running_ == 0 || stop_; });
       if (stop_) return false;
-      for (const auto& j : jobs_) {
+      for (dispatch_job* j : jobs_) {
         if (j->next_wg >= j->d.total_wg || j->faulted.load(std::memory_order_acquire)) continue;
         jobs.push_back(j);
         resident.push_back({j->index, &j->d.plan, j->next_wg, j->d.total_wg, j->d.waves_per_wg, false});
@@ -568,9 +598,9 @@ class aql_processor : public queue_wakeup {
     bool ok_ = out.what == detail::cwsr_preemptor::outcome_kind::resumed;
     if (out.what == detail::cwsr_preemptor::outcome_kind::fault) {
       // The queue stops at the first dispatch that was (or would have been) saved.
-      const inflight* at = inflight_.empty() ? nullptr : inflight_.front().get();
-      for (const auto& e : inflight_)
-        if (!jobs.empty() && e->job == jobs.front()) at = e.get();
+      const inflight* at = inflight_.empty() ? nullptr : inflight_.front();
+      for (const inflight* e : inflight_)
+        if (!jobs.empty() && e->is_dispatch && &e->job == jobs.front()) at = e;
       fail(out.fault, at ? at->index : launch_, at ? at->packet : abi::aql_slot{}, out.address, out.why);
       dead_ = true;  // a hang: nothing runs or retires any more (the workers stay paused)
       quiet_.store(true, std::memory_order_release);
@@ -580,7 +610,7 @@ class aql_processor : public queue_wakeup {
     if (ok_) {
       // The restored workgroups: a prefix of each job's remaining range, in claim order.
       std::vector<wave_state> waves;
-      for (const auto& j : jobs) {
+      for (dispatch_job* j : jobs) {
         std::uint64_t wg = j->next_wg, ran = 0;  // next_wg moves only under mu_, and only here while paused
         for (;; ++wg) {
           const auto t = preemptor_.take(j->index, wg, waves);
@@ -627,7 +657,7 @@ class aql_processor : public queue_wakeup {
   void worker_loop(unsigned slot) {
     workgroup_executor ex(vm_, slot);
     for (;;) {
-      std::shared_ptr<dispatch_job> job;
+      dispatch_job* job = nullptr;
       std::uint64_t wg = 0;
       {
         std::unique_lock lock(mu_);
@@ -636,11 +666,13 @@ class aql_processor : public queue_wakeup {
         if (paused_ || jobs_.empty()) continue;
         job = jobs_.front();
         wg = job->next_wg++;
-        if (job->next_wg >= job->d.total_wg) jobs_.pop_front();
+        if (job->next_wg >= job->d.total_wg) jobs_.erase(jobs_.begin());
         ++running_;
       }
       if (!job->faulted.load(std::memory_order_acquire)) report(*job, ex.run(job->d.plan, wg));
       preemptor_.note_workgroup();
+      // After this fetch_add the job is not touched again (unless it was the last workgroup, which
+      // publishes `complete`): the processor may retire and reuse it from then on.
       const bool last = job->done_wg.fetch_add(1, std::memory_order_acq_rel) + 1 == job->d.total_wg;
       if (last) job->complete.store(true, std::memory_order_release);
       {
@@ -666,8 +698,11 @@ class aql_processor : public queue_wakeup {
   std::uint64_t launch_ = 0;                          // processor thread only
   bool dead_ = false;                                 // processor thread only
   std::uint64_t checked_ = 0;                         // launch_ + 1 once sequence-checked
-  std::deque<std::unique_ptr<inflight>> inflight_;    // processor thread only
-  std::vector<std::unique_ptr<inflight>> spare_inflight_;  // retired entries for reuse (processor thread)
+  // Processor thread only: every entry ever made (owned), the launched-not-retired ones in
+  // launch order, and the retired ones ready for reuse.
+  std::vector<std::unique_ptr<inflight>> entries_;
+  std::vector<inflight*> inflight_;
+  std::vector<inflight*> spare_inflight_;
   std::atomic<std::uint64_t> retired_{0};
   mutable std::atomic<unsigned> retire_waiters_{0};  // threads in wait_retired
   std::atomic<bool> quiet_{false};  // in error and nothing left that can retire
@@ -680,7 +715,7 @@ class aql_processor : public queue_wakeup {
   bool workers_stop_ = false;
   bool paused_ = false;   // a preemption is being served: workers claim nothing
   unsigned running_ = 0;  // workgroups the workers are running
-  std::deque<std::shared_ptr<dispatch_job>> jobs_;
+  std::vector<dispatch_job*> jobs_;  // multi-workgroup dispatches with workgroups left to claim
 
   std::thread thread_;
   std::vector<std::thread> workers_;

@@ -183,10 +183,11 @@ class host_kernel_registry {
     std::shared_lock lock(mu_);
     return map_.size();
   }
-  // The function, or null. The shared_ptr keeps it alive while a dispatch runs.
+  // The function, or null. The shared_ptr keeps it alive while a dispatch runs. No allocation
+  // (the map's comparator is transparent): a packet processor calls this per dispatch.
   [[nodiscard]] std::shared_ptr<const host_kernel_fn> find(std::string_view name) const {
     std::shared_lock lock(mu_);
-    auto it = map_.find(std::string(name));
+    auto it = map_.find(name);
     return it == map_.end() ? nullptr : it->second;
   }
 

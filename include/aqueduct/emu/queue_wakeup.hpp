@@ -67,16 +67,15 @@ class queue_wakeup {
     }
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
   }
-  [[nodiscard]] bool stopping() const {
-    std::lock_guard lock(mu_);
-    return stop_;
-  }
+  // Polled once per packet: a load, no lock (stop_ itself is written under mu_, for the waits).
+  [[nodiscard]] bool stopping() const noexcept { return stop_requested_.load(std::memory_order_acquire); }
   // Sets the stop flag and wakes the thread; false if a stop was already requested.
   bool request_stop() noexcept {
     {
       std::lock_guard lock(mu_);
       if (stop_) return false;
       stop_ = true;
+      stop_requested_.store(true, std::memory_order_release);
       ++wake_seq_;
     }
     cv_.notify_all();
@@ -90,6 +89,7 @@ class queue_wakeup {
   std::atomic<std::uint64_t> wake_seq_{0};
   std::atomic<unsigned> sleepers_{0};  // threads inside wait_for_wakeup
   bool stop_ = false;
+  std::atomic<bool> stop_requested_{false};  // = stop_, readable without mu_ (stopping())
 
  private:
   std::atomic<std::uint64_t> doorbell_{0};

@@ -28,6 +28,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace aqueduct::emu {
@@ -127,11 +129,11 @@ struct workgroup_geometry {
 // private segment wave offset (first_wave_slot + w) * wave size * private_segment_size.
 // Preconditions (checked by the packet processor): the descriptor's enabled user SGPRs fit in
 // rsrc2.USER_SGPR_COUNT and the total stays below max_wave_sgprs.
-[[nodiscard]] inline std::vector<wave_state> build_workgroup_waves(const abi::kernel_descriptor& kd,
-                                                                   const abi::kernel_dispatch_packet& p,
-                                                                   const dispatch_inputs& in, arch::family fam,
-                                                                   const workgroup_geometry& g,
-                                                                   unsigned first_wave_slot = 0) {
+// `_into` fills `waves` (every wave rebuilt from zero; its capacity reused, so an engine that
+// keeps one vector per thread builds workgroups without a heap allocation).
+inline void build_workgroup_waves_into(std::vector<wave_state>& waves, const abi::kernel_descriptor& kd,
+                                       const abi::kernel_dispatch_packet& p, const dispatch_inputs& in,
+                                       arch::family fam, const workgroup_geometry& g, unsigned first_wave_slot = 0) {
   namespace kcp = abi::kernel_code_properties;
   namespace r2 = abi::compute_pgm_rsrc2;
   const std::uint16_t props = kd.kernel_code_properties;
@@ -140,7 +142,13 @@ struct workgroup_geometry {
   const std::uint32_t items = g.size[0] * g.size[1] * g.size[2];
   const unsigned nwaves = static_cast<unsigned>(ceil_div(items, wsize));
 
-  wave_state proto;
+  // Every wave starts from zero (one memset: wave_state is plain data whose members all default
+  // to 0 but wave_size, set below); wave 0 is built in place and is the prototype of the others.
+  static_assert(std::is_trivially_copyable_v<wave_state>);
+  waves.resize(nwaves);
+  if (nwaves == 0) return;  // an empty workgroup (the processors reject one before this)
+  std::memset(static_cast<void*>(waves.data()), 0, nwaves * sizeof(wave_state));
+  wave_state& proto = waves[0];
   proto.wave_size = wsize;
   unsigned s = 0;
   auto put64 = [&](std::uint64_t v) {
@@ -183,7 +191,7 @@ struct workgroup_geometry {
 
   const unsigned id_mode = r2::enable_vgpr_workitem_id::get(rsrc2);
   const bool packed = packs_workitem_ids(fam);
-  std::vector<wave_state> waves(nwaves, proto);
+  for (unsigned w = 1; w < nwaves; ++w) waves[w] = proto;
   for (unsigned w = 0; w < nwaves; ++w) {
     wave_state& ws = waves[w];
     ws.wave_index = w;
@@ -211,6 +219,14 @@ struct workgroup_geometry {
       }
     }
   }
+}
+[[nodiscard]] inline std::vector<wave_state> build_workgroup_waves(const abi::kernel_descriptor& kd,
+                                                                   const abi::kernel_dispatch_packet& p,
+                                                                   const dispatch_inputs& in, arch::family fam,
+                                                                   const workgroup_geometry& g,
+                                                                   unsigned first_wave_slot = 0) {
+  std::vector<wave_state> waves;
+  build_workgroup_waves_into(waves, kd, p, in, fam, g, first_wave_slot);
   return waves;
 }
 

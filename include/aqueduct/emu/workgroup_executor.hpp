@@ -100,23 +100,20 @@ class workgroup_executor {
 
   // The initial waves of workgroup `wg`, with this executor's scratch wave slots.
   [[nodiscard]] std::vector<wave_state> initial_waves(const dispatch_plan& plan, std::uint64_t wg) const {
-    const unsigned first_slot = slot_ * max_waves_per_workgroup(plan.wave_size());
-    std::vector<wave_state> waves =
-        build_workgroup_waves(plan.kd, plan.pkt, plan.inputs, plan.family, geometry_of(plan.pkt, wg), first_slot);
-    for (auto& w : waves)
-      for (unsigned i = 0; i < plan.user_data_count; ++i) w.sgpr[i] = plan.user_data[i];
+    std::vector<wave_state> waves;
+    initial_waves_into(waves, plan, wg);
     return waves;
   }
 
-  // Runs workgroup `wg` from fresh waves.
+  // Runs workgroup `wg` from fresh waves (built into a vector this executor keeps: no heap
+  // allocation per workgroup once it has held the largest workgroup).
   [[nodiscard]] std::optional<workgroup_fault> run(const dispatch_plan& plan, std::uint64_t wg) {
-    std::vector<wave_state> waves;
     try {
-      waves = initial_waves(plan, wg);
+      initial_waves_into(waves_, plan, wg);
     } catch (const std::exception& ex) {
       return workgroup_fault{workgroup_fault::kind::kernel_exception, 0, ex.what()};
     }
-    return run(plan, wg, waves);
+    return run(plan, wg, waves_);
   }
 
   // Runs workgroup `wg` from the given waves (fresh, or restored from a CWSR image).
@@ -175,8 +172,16 @@ class workgroup_executor {
     return pcbuf_;
   }
 
+  void initial_waves_into(std::vector<wave_state>& waves, const dispatch_plan& plan, std::uint64_t wg) const {
+    const unsigned first_slot = slot_ * max_waves_per_workgroup(plan.wave_size());
+    build_workgroup_waves_into(waves, plan.kd, plan.pkt, plan.inputs, plan.family, geometry_of(plan.pkt, wg), first_slot);
+    for (auto& w : waves)
+      for (unsigned i = 0; i < plan.user_data_count; ++i) w.sgpr[i] = plan.user_data[i];
+  }
+
   const vm_access* vm_;
   unsigned slot_;
+  std::vector<wave_state> waves_;  // the workgroup being run (reused)
   std::vector<std::byte> lds_;
   std::unique_ptr<isa::runner> isa_;
   arch::family isa_family_ = arch::family::gfx11;

@@ -55,8 +55,10 @@ struct aql_dispatch {
   return va % abi::amd_signal_align == 0 && vm.is_mapped(va, sizeof(abi::amd_signal));
 }
 
-// `out` is filled in place (a dispatch plan is large); on success, re-point
-// out.plan.inputs.kernarg_host at out.kernarg_copy whenever `out` moves.
+// `out` is filled in place (a dispatch plan is large) and may be one used before (the AQL
+// processor recycles its dispatches): on success every field a dispatch reads is rewritten (the
+// kernarg copy keeps its capacity, the budget counter its allocation; the caller sets the
+// budget). Re-point out.plan.inputs.kernarg_host at out.kernarg_copy whenever `out` moves.
 [[nodiscard]] inline reject plan_aql_dispatch(const abi::kernel_dispatch_packet& p, const aql_dispatch_source& q,
                                               const vm_access& vm, const host_kernel_registry& registry, aql_dispatch& out) {
   const unsigned dims = abi::dispatch_setup::dimensions::get(p.setup);
@@ -87,8 +89,11 @@ struct aql_dispatch {
   if (!name.empty()) {
     plan.fn = registry.find(name);
     if (!plan.fn) return refuse(engine_fault::unknown_host_kernel, "host kernel '" + std::string(name) + "'", entry);
+    plan.code_entry = 0;
   } else if (isa_supported(q.family)) {
+    plan.fn = nullptr;
     plan.code_entry = entry;  // machine code: the interpreter runs it (emu/isa/)
+    plan.serial = dispatch_plan::next_serial();  // its executors' decoded-code caches are stale
   } else {
     return refuse(engine_fault::bad_kernel_descriptor,
                   "no emulated code at the kernel entry, and " + isa::no_runner_reason(q.family),
@@ -126,6 +131,8 @@ struct aql_dispatch {
   plan.pkt = p;
   plan.lds_bytes = static_cast<std::uint32_t>(lds);
   dispatch_inputs& inputs = plan.inputs;
+  inputs = dispatch_inputs{};
+  out.profiling = false;
   inputs.packet_va = q.packet_va;
   inputs.queue_va = q.amd_queue_va;
   inputs.dispatch_id = q.packet_index;

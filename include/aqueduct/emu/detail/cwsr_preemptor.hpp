@@ -95,12 +95,14 @@ class cwsr_preemptor {
   void request() noexcept {
     std::lock_guard lock(mu_);
     demand_ = true;
+    demanded_.store(true, std::memory_order_release);
     resume_ = false;
   }
   void resume() noexcept {
     {
       std::lock_guard lock(mu_);
       demand_ = false;
+      demanded_.store(false, std::memory_order_release);
       resume_ = true;
     }
     cv_.notify_all();
@@ -131,10 +133,7 @@ class cwsr_preemptor {
   // A preemption is due: on demand, or a stress knob (every N workgroups counts only between
   // workgroups of a dispatch).
   [[nodiscard]] bool due(bool between_workgroups) {
-    {
-      std::lock_guard lock(mu_);
-      if (demand_) return true;
-    }
+    if (demanded_.load(std::memory_order_acquire)) return true;  // polled per packet: no lock
     if (opt_.every_workgroups != 0 && between_workgroups &&
         since_.load(std::memory_order_relaxed) >= opt_.every_workgroups)
       return true;
@@ -314,6 +313,7 @@ class cwsr_preemptor {
   mutable std::mutex mu_;  // the flags and stats
   mutable std::condition_variable cv_;
   bool demand_ = false, resume_ = false, preempted_ = false, halted_ = false;
+  std::atomic<bool> demanded_{false};  // = demand_, readable without mu_ (due())
   preemption_stats stats_{};
 };
 

@@ -1,0 +1,172 @@
+// emu/aql_processor.hpp, its hot path (issue 11): in steady state the emulated AQL processor makes
+// no heap allocation per packet — single-workgroup dispatches run inline, multi-workgroup ones
+// on the workers, barrier packets, completion signals with and without an event mailbox — and
+// its recycled dispatches start clean (every wave built from the packet in hand). Allocations
+// are counted on every thread (tests/support/allocation_counter.hpp) while this thread only
+// writes packets and waits; the control shows the counter counts the processor's threads.
+// Expected values are host arithmetic over what the test submitted.
+#include "allocation_counter.hpp"
+#include "emu_rig.hpp"
+
+#include <aqueduct/emu/aql_processor.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace abi = aqueduct::abi;
+namespace emu = aqueduct::emu;
+using namespace std::chrono_literals;
+using aq_test::gpu_alloc;
+using aq_test::va;
+
+namespace {
+
+namespace kcp = abi::kernel_code_properties;
+namespace r2 = abi::compute_pgm_rsrc2;
+
+// kernarg ptr in s[0:1] (USER_SGPR_COUNT 2), workgroup id X in s2.
+abi::kernel_descriptor kernarg_only() {
+  abi::kernel_descriptor kd{};
+  kd.kernel_code_properties = kcp::enable_sgpr_kernarg_segment_ptr::mask;
+  kd.kernarg_size = 8;
+  kd.compute_pgm_rsrc2 = r2::user_sgpr_count::put(2) | r2::enable_sgpr_workgroup_id_x::put(1);
+  return kd;
+}
+// dispatch ptr in s[0:1], kernarg ptr in s[2:3] (USER_SGPR_COUNT 4), workgroup id X in s4.
+abi::kernel_descriptor dispatch_and_kernarg() {
+  abi::kernel_descriptor kd{};
+  kd.kernel_code_properties = kcp::enable_sgpr_dispatch_ptr::mask | kcp::enable_sgpr_kernarg_segment_ptr::mask;
+  kd.kernarg_size = 8;
+  kd.compute_pgm_rsrc2 = r2::user_sgpr_count::put(4) | r2::enable_sgpr_workgroup_id_x::put(1);
+  return kd;
+}
+
+// Each kernel adds (workgroup id + 1) * its weight to the counter its kernarg names (atomically:
+// workgroups run on several threads), reading the kernarg pointer and the workgroup id from the
+// SGPRs its descriptor lays out: a wave built for the other descriptor (a recycled dispatch not
+// rebuilt) reads the wrong SGPRs and adds garbage or faults.
+void add(emu::workgroup_context& wg, std::uint64_t kernarg_va, std::uint64_t amount) {
+  const std::uint64_t counter = wg.load<std::uint64_t>(kernarg_va);
+  std::atomic_ref<std::uint64_t>(*wg.ptr<std::uint64_t>(counter, 1, true)).fetch_add(amount);
+}
+void add_a(emu::workgroup_context& wg) {
+  const emu::wave_state& w = wg.wave(0);
+  add(wg, w.sgpr64(0), (w.sgpr[2] + 1) * 1);
+}
+void add_b(emu::workgroup_context& wg) {
+  const emu::wave_state& w = wg.wave(0);
+  const auto pkt = wg.load<abi::kernel_dispatch_packet>(w.sgpr64(0));  // the dispatch pointer: this packet
+  add(wg, w.sgpr64(2), (w.sgpr[4] + 1) * (pkt.workgroup_size_x == 64 || pkt.grid_size_x == 1 ? 1000 : 0));
+}
+
+struct hot_rig {
+  aq_test::aql_rig f;
+  aq_test::kernel_object a{f.vm, kernarg_only(), "add_a"};
+  aq_test::kernel_object b{f.vm, dispatch_and_kernarg(), "add_b"};
+  aq_test::gpu_ptr<std::uint64_t> counter = gpu_alloc<std::uint64_t>(f.vm, 1, 64);
+  aq_test::gpu_ptr<std::uint64_t> kernarg = gpu_alloc<std::uint64_t>(f.vm, 1, 64);
+  aq_test::gpu_ptr<std::uint64_t> mailbox = gpu_alloc<std::uint64_t>(f.vm, 1, 64);
+  std::vector<aq_test::gpu_ptr<abi::amd_signal>> signals;  // one per ring slot
+  std::uint64_t expected = 0;  // host arithmetic: what the submitted dispatches add
+  std::uint64_t events = 0;    // completions whose signal has a mailbox
+
+  hot_rig() {
+    f.registry.add("add_a", add_a);
+    f.registry.add("add_b", add_b);
+    kernarg[0] = va(counter.get());
+    for (std::uint32_t i = 0; i < f.slots; ++i)  // every other signal raises an event
+      signals.push_back(aq_test::make_signal(f.vm, 0, i % 2 ? mailbox.get() : nullptr, 100 + i));
+  }
+
+  // One round: 4 packets — one workgroup of A (inline), four of B (the workers), a satisfied
+  // barrier-AND, one workgroup of B with the barrier bit — each with its slot's signal.
+  void round() {
+    submit_dispatch(a.va_, 1, 1, false);
+    submit_dispatch(b.va_, 256, 64, false);
+    abi::barrier_and_packet bar{};
+    bar.header = abi::make_header(abi::packet_type::barrier_and, false, abi::fence_scope::system, abi::fence_scope::system);
+    bar.completion_signal = arm(f.write_index);
+    f.submit(bar);
+    submit_dispatch(b.va_, 1, 1, true);
+  }
+  void submit_dispatch(std::uint64_t ko, std::uint32_t grid, std::uint16_t block, bool barrier) {
+    const std::uint64_t sig = arm(f.write_index);
+    f.submit(aq_test::dispatch_1d(ko, va(kernarg.get()), grid, block, sig, barrier));
+    const std::uint64_t weight = ko == a.va_ ? 1 : 1000;
+    for (std::uint64_t wg = 0; wg < (grid + block - 1) / block; ++wg) expected += (wg + 1) * weight;
+  }
+  // The signal of the slot packet `index` goes to, set to 1 (its previous packet has completed:
+  // the rig only reuses a slot after waiting for it).
+  std::uint64_t arm(std::uint64_t index) {
+    abi::amd_signal* s = signals[index % f.slots].get();
+    if (s->event_mailbox_ptr != 0) ++events;
+    aq_test::store(s, 1);
+    return va(s);
+  }
+  // Rounds until `packets` more have been submitted, waiting for completion every 8 rounds so
+  // that a slot's signal is re-armed only after its packet completed.
+  bool run(std::uint64_t packets) {
+    const std::uint64_t end = f.write_index + packets;
+    while (f.write_index < end) {
+      for (int r = 0; r < 8 && f.write_index < end; ++r) round();
+      if (!f.proc->wait_retired(f.write_index, 10s)) return false;
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("steady state: no heap allocation per packet on the processor's threads (with a control)") {
+  hot_rig h;
+  h.f.events.reserve(4096);  // the test's own event log must not allocate in the counted window
+  REQUIRE(h.run(256));       // warm-up: every recycled entry, executor and worker has been used
+  REQUIRE_FALSE(h.f.proc->has_error());
+
+  aq_test::allocations = 0;
+  bool done = false;
+  {
+    aq_test::counting_all_threads scope;
+    done = h.run(512);
+  }
+  const std::size_t allocs = aq_test::allocations.load();
+  REQUIRE(done);
+  REQUIRE_FALSE(h.f.proc->has_error());
+  INFO("allocations in 512 packets: " << allocs);
+  CHECK(allocs == 0);
+  // Everything ran, with the right registers: the sum of every dispatch's workgroups' additions.
+  CHECK(std::atomic_ref<std::uint64_t>(h.counter[0]).load() == h.expected);
+  CHECK(h.f.events.ids().size() == h.events);
+  for (const auto& s : h.signals) CHECK(aq_test::load(s.get()) == 0);
+
+  // Control: the counter sees an allocation on another thread (a host kernel's).
+  static std::atomic<int*> sink{nullptr};  // the allocation escapes: the compiler keeps it
+  h.f.registry.add("allocates", [](emu::workgroup_context&) {
+    sink.store(new int(7));
+    delete sink.exchange(nullptr);
+  });
+  aq_test::kernel_object k{h.f.vm, kernarg_only(), "allocates"};
+  aq_test::allocations = 0;
+  {
+    aq_test::counting_all_threads scope;
+    h.f.submit(aq_test::dispatch_1d(k.va_, va(h.kernarg.get()), 1, 1, 0));
+    done = h.f.proc->wait_retired(h.f.write_index, 10s);
+  }
+  REQUIRE(done);
+  CHECK(aq_test::allocations.load() >= 1);
+}
+
+TEST_CASE("recycled dispatches start clean: alternating descriptors, grids and fences give exact sums") {
+  hot_rig h;
+  // 4 packets a round, 100 rounds: every inflight entry is reused many times, each time for a
+  // descriptor with a different user-SGPR layout than its previous dispatch may have had.
+  REQUIRE(h.run(400));
+  REQUIRE_FALSE(h.f.proc->has_error());
+  CHECK(std::atomic_ref<std::uint64_t>(h.counter[0]).load() == h.expected);
+  CHECK(h.expected == 100 * (1 + (1 + 2 + 3 + 4) * 1000 + 1000));
+}
