@@ -1,12 +1,15 @@
 // emu/aql_processor.hpp, its hot path (issue 11): in steady state the emulated AQL processor makes
 // no heap allocation per packet — single-workgroup dispatches run inline, multi-workgroup ones
 // on the workers, barrier packets, completion signals with and without an event mailbox — and
-// its recycled dispatches start clean (every wave built from the packet in hand). Allocations
+// its recycled dispatches start clean (every wave built from the packet in hand), and what it
+// caches (translations, emu/vm_tlb.hpp; the last host-kernel lookup) follows every change of the
+// VM and the registry. Allocations
 // are counted on every thread (tests/support/allocation_counter.hpp) while this thread only
 // writes packets and waits; the control shows the counter counts the processor's threads.
 // Expected values are host arithmetic over what the test submitted.
 #include "allocation_counter.hpp"
 #include "emu_rig.hpp"
+#include "waits.hpp"
 
 #include <aqueduct/emu/aql_processor.hpp>
 
@@ -169,4 +172,39 @@ TEST_CASE("recycled dispatches start clean: alternating descriptors, grids and f
   REQUIRE_FALSE(h.f.proc->has_error());
   CHECK(std::atomic_ref<std::uint64_t>(h.counter[0]).load() == h.expected);
   CHECK(h.expected == 100 * (1 + (1 + 2 + 3 + 4) * 1000 + 1000));
+}
+
+TEST_CASE("cached checks follow the VM and the registry (unmapped kernel object or signal, kernel removed or replaced)") {
+  hot_rig h;
+  REQUIRE(h.run(32));  // every structure below has been checked (and cached) many times
+  REQUIRE_FALSE(h.f.proc->has_error());
+  SUBCASE("the kernel object is unmapped: kernel_object_not_mapped at the next dispatch of it") {
+    h.f.vm.unmap(h.b.mem.get());
+    h.submit_dispatch(h.b.va_, 1, 1, false);
+    REQUIRE(aq_test::wait_error(*h.f.proc));
+    CHECK(h.f.proc->error()->fault == emu::engine_fault::kernel_object_not_mapped);
+    CHECK(h.f.proc->error()->address == h.b.va_);
+  }
+  SUBCASE("the next packet's completion signal is unmapped: signal_not_mapped") {
+    abi::amd_signal* s = h.signals[h.f.write_index % h.f.slots].get();
+    h.f.vm.unmap(s);
+    h.submit_dispatch(h.a.va_, 1, 1, false);
+    REQUIRE(aq_test::wait_error(*h.f.proc));
+    CHECK(h.f.proc->error()->fault == emu::engine_fault::signal_not_mapped);
+    CHECK(h.f.proc->error()->address == va(s));
+  }
+  SUBCASE("the kernel is removed from the registry: unknown_host_kernel") {
+    h.f.registry.remove("add_b");
+    h.submit_dispatch(h.b.va_, 1, 1, false);
+    REQUIRE(aq_test::wait_error(*h.f.proc));
+    CHECK(h.f.proc->error()->fault == emu::engine_fault::unknown_host_kernel);
+  }
+  SUBCASE("the kernel is replaced under its name: the new function runs") {
+    const std::uint64_t before = h.expected;
+    h.f.registry.add("add_a", [](emu::workgroup_context& wg) { add(wg, wg.wave(0).sgpr64(0), 5); });
+    h.f.submit(aq_test::dispatch_1d(h.a.va_, va(h.kernarg.get()), 1, 1, 0));
+    REQUIRE(h.f.proc->wait_retired(h.f.write_index, 10s));
+    CHECK(std::atomic_ref<std::uint64_t>(h.counter[0]).load() == before + 5);
+    CHECK_FALSE(h.f.proc->has_error());
+  }
 }

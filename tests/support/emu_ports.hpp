@@ -9,6 +9,7 @@
 
 #include <aqueduct/emu/engine_ports.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -22,11 +23,32 @@ class test_vm final : public aqueduct::emu::vm_access {
  public:
   void map(const void* p, std::size_t n) {
     std::lock_guard l(mu_);
+    generation_.fetch_add(1);
     ranges_.push_back({reinterpret_cast<std::uintptr_t>(p), n});
+  }
+  // Unmaps the range that starts at `p`.
+  void unmap(const void* p) {
+    std::lock_guard l(mu_);
+    generation_.fetch_add(1);
+    std::erase_if(ranges_, [&](const auto& r) { return r.first == reinterpret_cast<std::uintptr_t>(p); });
   }
   void unmap_all() {
     std::lock_guard l(mu_);
+    generation_.fetch_add(1);
     ranges_.clear();
+  }
+  // As emu::device's VM: a generation that moves on at every change, and the extent of a mapped
+  // range, so that the engines' translation caches (emu/vm_tlb.hpp) run in these tests too.
+  [[nodiscard]] std::uint64_t generation() const noexcept override { return generation_.load(); }
+  [[nodiscard]] bool mapped_extent(std::uint64_t va, std::uint64_t& lo, std::uint64_t& hi) const noexcept override {
+    std::lock_guard l(mu_);
+    for (auto [b, n] : ranges_)
+      if (va >= b && va - b < n) {
+        lo = b;
+        hi = b + n;
+        return true;
+      }
+    return false;
   }
   [[nodiscard]] bool is_mapped(std::uint64_t va, std::uint64_t len) const noexcept override {
     if (va + len < va) return false;  // the range wraps: never mapped
@@ -39,6 +61,7 @@ class test_vm final : public aqueduct::emu::vm_access {
  private:
   mutable std::mutex mu_;
   std::vector<std::pair<std::uintptr_t, std::size_t>> ranges_;
+  std::atomic<std::uint64_t> generation_{1};
 };
 
 class test_events final : public aqueduct::emu::event_notifier {

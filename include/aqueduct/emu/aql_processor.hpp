@@ -49,6 +49,7 @@
 #include <aqueduct/emu/host_kernel.hpp>
 #include <aqueduct/emu/queue_binding.hpp>
 #include <aqueduct/emu/queue_wakeup.hpp>
+#include <aqueduct/emu/vm_tlb.hpp>
 #include <aqueduct/emu/wave_state.hpp>
 #include <aqueduct/emu/workgroup_executor.hpp>
 #include <aqueduct/queue/aql_packets.hpp>
@@ -231,11 +232,17 @@ class aql_processor : public queue_wakeup {
     rptr_ = static_cast<std::uint64_t*>(vm_.host_address(b_.read_pointer_va));
     launch_ = std::atomic_ref<std::uint64_t>(*rptr_).load(std::memory_order_acquire);
     retired_.store(launch_, std::memory_order_release);
-    // Sized once: at most max_inflight packets are in flight, so these never grow later.
+    // Made once: at most max_inflight packets are in flight, so nothing here grows later (a
+    // packet never waits for an allocation, whatever the high-water mark of the work so far).
     const std::size_t cap = std::max<std::size_t>(opt_.max_inflight, 1);
     inflight_.reserve(cap);
     spare_inflight_.reserve(cap);
     jobs_.reserve(cap);
+    entries_.reserve(cap);
+    for (std::size_t i = 0; i < cap; ++i) {
+      entries_.push_back(std::make_unique<inflight>());
+      spare_inflight_.push_back(entries_.back().get());
+    }
   }
 
   void start() {
@@ -253,6 +260,7 @@ class aql_processor : public queue_wakeup {
     std::chrono::microseconds backoff{20};
     while (!stopping()) {
       const std::uint64_t seen = wake_seq();  // before looking, so no doorbell is missed
+      tlb_.sync();  // the VM changed since the last look: the cached translations go
       retire();
       if (!has_error() && !preemption_point()) break;
       if (has_error() || inflight_.size() >= opt_.max_inflight) {
@@ -320,6 +328,9 @@ class aql_processor : public queue_wakeup {
       if (advanced) {
         ++launch_;
         backoff = std::chrono::microseconds(20);
+        // A packet that completed at launch (an inline dispatch, a satisfied barrier) signals now,
+        // not after the next look at the ring: the host waiting on it sees it that much sooner.
+        retire();
       }
     }
     {
@@ -355,8 +366,8 @@ class aql_processor : public queue_wakeup {
     return out;
   }
 
-  // An entry for the packet at launch_: a retired one recycled (no allocation per packet in
-  // steady state), else a new one (at most max_inflight are ever made).
+  // An entry for the packet at launch_: a retired one recycled (all max_inflight are made at
+  // construction; the fallback is never taken while fewer are in flight).
   inflight* take_inflight() {
     if (!spare_inflight_.empty()) {
       inflight* e = spare_inflight_.back();
@@ -441,7 +452,7 @@ class aql_processor : public queue_wakeup {
   // 1 satisfied, 0 not yet, -1 faulted.
   int barrier_satisfied(const abi::aql_slot& snap, const abi::decoded_header& h) {
     const std::uint64_t completion = [&] { std::uint64_t v; std::memcpy(&v, snap.bytes + 56, 8); return v; }();
-    if (completion != 0 && !detail::aql_signal_ok(vm_, completion)) {
+    if (completion != 0 && !detail::aql_signal_ok(tlb_, completion)) {
       fail(engine_fault::signal_not_mapped, launch_, snap, completion, "completion signal");
       return -1;
     }
@@ -457,7 +468,7 @@ class aql_processor : public queue_wakeup {
         return -1;
       }
       if (p.signal == 0) return 1;  // a null signal is satisfied (hsa_ext_amd.h)
-      if (!detail::aql_signal_ok(vm_, p.signal)) {
+      if (!detail::aql_signal_ok(tlb_, p.signal)) {
         fail(engine_fault::signal_not_mapped, launch_, snap, p.signal, "barrier-value signal");
         return -1;
       }
@@ -470,7 +481,7 @@ class aql_processor : public queue_wakeup {
     bool any_dep = false, any_zero = false, all_zero = true;
     for (std::uint64_t s : p.dep_signal) {
       if (s == 0) continue;
-      if (!detail::aql_signal_ok(vm_, s)) {
+      if (!detail::aql_signal_ok(tlb_, s)) {
         fail(engine_fault::signal_not_mapped, launch_, snap, s, "dependency signal");
         return -1;
       }
@@ -492,7 +503,8 @@ class aql_processor : public queue_wakeup {
     job->reset(launch_);
     const detail::aql_dispatch_source src{b_.family, b_.ring_va + (launch_ & (slots_ - 1)) * abi::aql_packet_size, launch_,
                                           b_.amd_queue_va, opt_.max_lds_bytes};
-    if (const detail::reject r = detail::plan_aql_dispatch(p, src, vm_, registry_, job->d); r.fault != engine_fault::none) {
+    if (const detail::reject r = detail::plan_aql_dispatch(p, src, tlb_, registry_, job->d, &kernels_);
+        r.fault != engine_fault::none) {
       spare_inflight_.push_back(e);
       fail(r.fault, launch_, snap, r.address, r.why);
       return false;
@@ -556,7 +568,7 @@ class aql_processor : public queue_wakeup {
         const std::uint64_t mailbox = std::atomic_ref<std::uint64_t>(sig->event_mailbox_ptr).load(std::memory_order_relaxed);
         if (mailbox != 0) {
           const std::uint32_t id = std::atomic_ref<std::uint32_t>(sig->event_id).load(std::memory_order_relaxed);
-          if (mailbox % 8 == 0 && vm_.is_mapped(mailbox, 8))
+          if (mailbox % 8 == 0 && tlb_.is_mapped(mailbox, 8))
             std::atomic_ref<std::uint64_t>(*host<std::uint64_t>(mailbox)).store(id, std::memory_order_release);
           events_.signal_event(id);
         }
@@ -692,6 +704,11 @@ class aql_processor : public queue_wakeup {
   aql_processor_options opt_;
   detail::cwsr_preemptor preemptor_;
   workgroup_executor inline_executor_{vm_, 0};  // processor thread only
+  // Processor thread only: the checks of its own structures (descriptor, code, kernargs, signals,
+  // mailboxes) through a translation cache dropped at every VM change (emu/vm_tlb.hpp), and the
+  // last host-kernel lookup. A kernel's data accesses go to vm_ itself.
+  vm_tlb tlb_{vm_};
+  host_kernel_cache kernels_;
   abi::aql_slot* ring_ = nullptr;
   std::uint64_t slots_ = 0;
   std::uint64_t* rptr_ = nullptr;

@@ -5,7 +5,8 @@
 // device, so a test can run an engine over memory of its own (tests/support/emu_ports.hpp) and
 // emu::device runs it over its VM and event table (emu/queue_engine.hpp).
 //   * `vm_access`: is [va, va+len) mapped for this queue's GPU (and may a kernel's or copy's data
-//     access to it go ahead: the fault plan's hook), and where is it in this process.
+//     access to it go ahead: the fault plan's hook), and where is it in this process; optionally
+//     a generation and mapping extents, so that an engine may cache its checks (emu/vm_tlb.hpp).
 //     The emulator maps GPU VAs at the same host address (identity), the default; a device that
 //     does not can override `host_address`.
 //   * `event_notifier`: raises the interrupt of a KFD event (emu::device::signal_event) and gives
@@ -28,6 +29,13 @@ class vm_access {
   [[nodiscard]] virtual bool data_access_ok(std::uint64_t va, std::uint64_t len) const noexcept { return is_mapped(va, len); }
   [[nodiscard]] virtual void* host_address(std::uint64_t va) const noexcept {
     return reinterpret_cast<void*>(static_cast<std::uintptr_t>(va));
+  }
+  // For translation caches (emu/vm_tlb.hpp), optional: a number that moves on whenever any
+  // mapping may have changed (0: this VM supports no caching), read without a lock; and the
+  // extent [lo, hi) of the one mapping (buffer) that contains `va`, false if none does.
+  [[nodiscard]] virtual std::uint64_t generation() const noexcept { return 0; }
+  [[nodiscard]] virtual bool mapped_extent(std::uint64_t /*va*/, std::uint64_t& /*lo*/, std::uint64_t& /*hi*/) const noexcept {
+    return false;
   }
 };
 

@@ -8,7 +8,10 @@
 // reserved through device::mmap(fd -1, MAP_ANONYMOUS) or free address space. USERPTR BOs use
 // the caller's memory, so their va_addr must equal the CPU address (an emulator limitation).
 // A BO that queues reference (kernel 6.12+ queue buffers) cannot be unmapped or freed (-EBUSY).
-// Thread safety: none; emu::device serialises access (shared lock for lookups).
+// Generation: every member that changes the VM or hands out a mutable BO moves `generation()` on
+// first, so an engine's translation cache (emu/vm_tlb.hpp) knows its extents may be stale.
+// Thread safety: none; emu::device serialises access (shared lock for lookups); generation() may
+// be read from any thread without the lock.
 #pragma once
 
 #include <aqueduct/abi/kfd_ioctl.hpp>
@@ -16,6 +19,7 @@
 #include <aqueduct/core/units.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <map>
@@ -120,15 +124,27 @@ struct buffer_object {
 
 class gpu_vm {
  public:
+  gpu_vm() = default;
+  gpu_vm(const gpu_vm&) = delete;
+  gpu_vm& operator=(const gpu_vm&) = delete;
+
+  // Moves on (never 0) before any change of the mappings (see the header comment).
+  [[nodiscard]] std::uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
+
   // Every BO by handle (iteration only: add and remove go through add() / remove()).
-  std::map<std::uint64_t, buffer_object>& objects() noexcept { return bos_; }
+  std::map<std::uint64_t, buffer_object>& objects() noexcept {
+    changing();
+    return bos_;
+  }
   // Precondition: the BO's VA range overlaps no other BO (overlaps_any is false).
   void add(buffer_object b) {
+    changing();
     by_va_[b.va] = b.handle;
     const auto h = b.handle;
     bos_.emplace(h, std::move(b));
   }
   void remove(std::uint64_t handle) {
+    changing();
     auto it = bos_.find(handle);
     if (it == bos_.end()) return;
     by_va_.erase(it->second.va);
@@ -136,10 +152,12 @@ class gpu_vm {
   }
 
   [[nodiscard]] buffer_object* find(std::uint64_t handle) noexcept {
+    changing();  // the caller may change the BO (map to a GPU, place)
     auto it = bos_.find(handle);
     return it == bos_.end() ? nullptr : &it->second;
   }
   [[nodiscard]] buffer_object* find_by_mmap_offset(std::uint64_t off) noexcept {
+    changing();
     for (auto& [h, b] : bos_)
       if (b.mmap_offset == off && b.backing &&
           !(b.flags & (abi::kfd::alloc_mem_flags_doorbell | abi::kfd::alloc_mem_flags_mmio_remap)))
@@ -156,6 +174,7 @@ class gpu_vm {
   }
   // The BO whose GPU mapping on `gpu` contains the page of `addr` (amdgpu_vm_bo_lookup_mapping).
   [[nodiscard]] buffer_object* lookup_mapping(std::uint32_t gpu, std::uint64_t addr) noexcept {
+    changing();
     auto* b = const_cast<buffer_object*>(containing(align_down(addr, page_size)));
     return b && b->mapped_to(gpu) ? b : nullptr;
   }
@@ -175,6 +194,14 @@ class gpu_vm {
       if (!hit || !hit->mapped_to(gpu) || !hit->accessible()) return false;
       cur = hit->end();
     }
+    return true;
+  }
+  // The BO mapped on `gpu` with its memory present that contains `addr`: its extent [lo, hi).
+  [[nodiscard]] bool extent(std::uint32_t gpu, std::uint64_t addr, std::uint64_t& lo, std::uint64_t& hi) const noexcept {
+    const buffer_object* hit = containing(addr);
+    if (!hit || !hit->mapped_to(gpu) || !hit->accessible()) return false;
+    lo = hit->va;
+    hi = hit->end();
     return true;
   }
 
@@ -201,6 +228,7 @@ class gpu_vm {
   }
   // munmap of [addr, addr+len): BOs placed there lose their memory at va.
   void note_unmap(std::uint64_t addr, std::uint64_t len) {
+    changing();
     forget_range(addr, len);
     for (auto& [h, b] : bos_)
       if (b.placed && addr < b.end() && b.va < addr + len) b.placed = false;
@@ -208,6 +236,7 @@ class gpu_vm {
 
   // Maps the BO's backing at its va (reserved or free address space). 0 or -errno.
   [[nodiscard]] int place(buffer_object& b) {
+    changing();
     if (!b.backing) return 0;
     void* at = reinterpret_cast<void*>(b.va);
     const bool reserved = inside_reservation(b.va, b.mapped_size);
@@ -220,6 +249,7 @@ class gpu_vm {
   }
   // Undoes place(): the range becomes a PROT_NONE reservation again if it was one, else is freed.
   void unplace(buffer_object& b) {
+    changing();
     if (!b.placed) return;
     void* at = reinterpret_cast<void*>(b.va);
     if (b.from_reservation) {
@@ -235,9 +265,12 @@ class gpu_vm {
   struct range {
     std::uint64_t lo, hi;
   };
+  void changing() noexcept { generation_.fetch_add(1, std::memory_order_acq_rel); }
+
   std::map<std::uint64_t, buffer_object> bos_;
   std::map<std::uint64_t, std::uint64_t> by_va_;  // va → handle
   std::vector<range> reservations_;
+  std::atomic<std::uint64_t> generation_{1};
 };
 
 }  // namespace aqueduct::emu

@@ -159,6 +159,7 @@ class host_kernel_registry {
   void add(std::string_view name, host_kernel_fn fn) {
     AQUEDUCT_ASSERT(!name.empty() && name.size() <= max_host_kernel_name, "host kernel name length");
     std::unique_lock lock(mu_);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
     map_[std::string(name)] = std::make_shared<const host_kernel_fn>(std::move(fn));
   }
   // Registers `fn` under a name no other entry has: `name`, or `name` (shortened to fit) with a
@@ -172,11 +173,13 @@ class host_kernel_registry {
       const std::string suffix = "#" + std::to_string(++serial_);
       key = std::string(name.substr(0, max_host_kernel_name - suffix.size())) + suffix;
     }
+    generation_.fetch_add(1, std::memory_order_acq_rel);
     map_[key] = std::make_shared<const host_kernel_fn>(std::move(fn));
     return key;
   }
   void remove(std::string_view name) {
     std::unique_lock lock(mu_);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
     map_.erase(std::string(name));
   }
   [[nodiscard]] std::size_t size() const {
@@ -190,11 +193,38 @@ class host_kernel_registry {
     auto it = map_.find(name);
     return it == map_.end() ? nullptr : it->second;
   }
+  // Moves on before every add or remove (read without the lock: host_kernel_cache).
+  [[nodiscard]] std::uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
 
  private:
   mutable std::shared_mutex mu_;
   std::map<std::string, std::shared_ptr<const host_kernel_fn>, std::less<>> map_;
   std::uint64_t serial_ = 0;
+  std::atomic<std::uint64_t> generation_{1};
+};
+
+// A packet processor's memo of its last host-kernel lookup: the registry is asked again only when
+// the name differs or the registry changed since (add, add_unique and remove move its generation
+// on), so a kernel removed or replaced is seen at the next dispatch, as without the memo.
+// Thread safety: one thread (the processor's).
+class host_kernel_cache {
+ public:
+  [[nodiscard]] const std::shared_ptr<const host_kernel_fn>& find(const host_kernel_registry& r, std::string_view name) {
+    const std::uint64_t g = r.generation();  // before the lookup: a change during it is seen next time
+    if (g != generation_ || &r != registry_ || name != name_) {
+      fn_ = r.find(name);
+      name_.assign(name);
+      generation_ = g;
+      registry_ = &r;
+    }
+    return fn_;
+  }
+
+ private:
+  const host_kernel_registry* registry_ = nullptr;
+  std::uint64_t generation_ = 0;
+  std::string name_;
+  std::shared_ptr<const host_kernel_fn> fn_;
 };
 
 }  // namespace aqueduct::emu

@@ -90,6 +90,16 @@ class locked_vm_view final : public vm_access {
       return false;  // a failure inside the device counts as "not mapped", never a crash in an engine
     }
   }
+  // The VM's generation needs no lock (an atomic the VM moves on before every change).
+  [[nodiscard]] std::uint64_t generation() const noexcept override { return vm_->generation(); }
+  [[nodiscard]] bool mapped_extent(std::uint64_t va, std::uint64_t& lo, std::uint64_t& hi) const noexcept override {
+    try {
+      std::shared_lock lock(*m_);
+      return vm_->extent(gpu_id_, va, lo, hi);
+    } catch (...) {
+      return false;
+    }
+  }
 
  private:
   std::shared_mutex* m_;
@@ -362,6 +372,14 @@ class queue_engine final : public queue_port {
       std::shared_lock lock(mu_);
       return !revoked_ && inner_->is_mapped(va, len);
     }
+    // Revoked: 0, so that no engine caches a translation any more (emu/vm_tlb.hpp).
+    [[nodiscard]] std::uint64_t generation() const noexcept override {
+      return revoked_flag_.load(std::memory_order_acquire) ? 0 : inner_->generation();
+    }
+    [[nodiscard]] bool mapped_extent(std::uint64_t va, std::uint64_t& lo, std::uint64_t& hi) const noexcept override {
+      std::shared_lock lock(mu_);
+      return !revoked_ && inner_->mapped_extent(va, lo, hi);
+    }
     [[nodiscard]] bool data_access_ok(std::uint64_t va, std::uint64_t len) const noexcept override {
       if (faults_) {
         if (faults_->fire(fault_kind::hang)) {
@@ -383,6 +401,7 @@ class queue_engine final : public queue_port {
     [[nodiscard]] void* host_address(std::uint64_t va) const noexcept override { return inner_->host_address(va); }
     void revoke() noexcept {
       std::unique_lock lock(mu_);
+      revoked_flag_.store(true, std::memory_order_release);  // before revoked_: a cache drops first
       revoked_ = true;
     }
     void release_hangs() noexcept {
@@ -414,6 +433,7 @@ class queue_engine final : public queue_port {
     fault_injector* faults_;
     mutable std::shared_mutex mu_;
     bool revoked_ = false;
+    std::atomic<bool> revoked_flag_{false};  // = revoked_, readable without mu_ (generation())
     mutable std::mutex hang_mu_;
     mutable std::condition_variable hang_cv_;
     bool released_ = false;

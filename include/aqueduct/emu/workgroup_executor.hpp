@@ -94,32 +94,42 @@ struct workgroup_fault {
 class workgroup_executor {
  public:
   // `slot` distinguishes executors that run at the same time (see the header comment).
-  workgroup_executor(const vm_access& vm, unsigned slot) noexcept : vm_(&vm), slot_(slot) {}
+  // Room for the largest workgroup's waves (1024 wave32 work-items) up front: building waves
+  // never allocates, whichever workgroups this executor happens to run first.
+  workgroup_executor(const vm_access& vm, unsigned slot) : vm_(&vm), slot_(slot) {
+    waves_.reserve(max_waves_per_workgroup(32));
+  }
 
   [[nodiscard]] unsigned slot() const noexcept { return slot_; }
 
   // The initial waves of workgroup `wg`, with this executor's scratch wave slots.
   [[nodiscard]] std::vector<wave_state> initial_waves(const dispatch_plan& plan, std::uint64_t wg) const {
     std::vector<wave_state> waves;
-    initial_waves_into(waves, plan, wg);
+    initial_waves_into(waves, plan, geometry_of(plan.pkt, wg));
     return waves;
   }
 
   // Runs workgroup `wg` from fresh waves (built into a vector this executor keeps: no heap
   // allocation per workgroup once it has held the largest workgroup).
   [[nodiscard]] std::optional<workgroup_fault> run(const dispatch_plan& plan, std::uint64_t wg) {
+    const workgroup_geometry g = geometry_of(plan.pkt, wg);
     try {
-      initial_waves_into(waves_, plan, wg);
+      initial_waves_into(waves_, plan, g);
     } catch (const std::exception& ex) {
       return workgroup_fault{workgroup_fault::kind::kernel_exception, 0, ex.what()};
     }
-    return run(plan, wg, waves_);
+    return run(plan, g, waves_);
   }
 
   // Runs workgroup `wg` from the given waves (fresh, or restored from a CWSR image).
   [[nodiscard]] std::optional<workgroup_fault> run(const dispatch_plan& plan, std::uint64_t wg,
                                                    std::span<const wave_state> waves) {
-    const workgroup_geometry g = geometry_of(plan.pkt, wg);
+    return run(plan, geometry_of(plan.pkt, wg), waves);
+  }
+
+ private:
+  [[nodiscard]] std::optional<workgroup_fault> run(const dispatch_plan& plan, const workgroup_geometry& g,
+                                                   std::span<const wave_state> waves) {
     try {
       lds_.assign(plan.lds_bytes, std::byte{0xA5});  // LDS starts undefined: never zero by luck
       workgroup_context ctx(*vm_, waves, std::span<std::byte>(lds_.data(), plan.lds_bytes), g);
@@ -163,7 +173,6 @@ class workgroup_executor {
     return std::nullopt;
   }
 
- private:
   // " at pc 0x..." of the instruction that faulted, when machine code was running.
   const char* isa_pc() {
     pcbuf_[0] = 0;
@@ -172,9 +181,9 @@ class workgroup_executor {
     return pcbuf_;
   }
 
-  void initial_waves_into(std::vector<wave_state>& waves, const dispatch_plan& plan, std::uint64_t wg) const {
+  void initial_waves_into(std::vector<wave_state>& waves, const dispatch_plan& plan, const workgroup_geometry& g) const {
     const unsigned first_slot = slot_ * max_waves_per_workgroup(plan.wave_size());
-    build_workgroup_waves_into(waves, plan.kd, plan.pkt, plan.inputs, plan.family, geometry_of(plan.pkt, wg), first_slot);
+    build_workgroup_waves_into(waves, plan.kd, plan.pkt, plan.inputs, plan.family, g, first_slot);
     for (auto& w : waves)
       for (unsigned i = 0; i < plan.user_data_count; ++i) w.sgpr[i] = plan.user_data[i];
   }

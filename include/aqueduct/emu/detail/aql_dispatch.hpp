@@ -59,8 +59,10 @@ struct aql_dispatch {
 // processor recycles its dispatches): on success every field a dispatch reads is rewritten (the
 // kernarg copy keeps its capacity, the budget counter its allocation; the caller sets the
 // budget). Re-point out.plan.inputs.kernarg_host at out.kernarg_copy whenever `out` moves.
+// `kernels`, when given, memoizes the registry lookup (one per processor thread).
 [[nodiscard]] inline reject plan_aql_dispatch(const abi::kernel_dispatch_packet& p, const aql_dispatch_source& q,
-                                              const vm_access& vm, const host_kernel_registry& registry, aql_dispatch& out) {
+                                              const vm_access& vm, const host_kernel_registry& registry, aql_dispatch& out,
+                                              host_kernel_cache* kernels = nullptr) {
   const unsigned dims = abi::dispatch_setup::dimensions::get(p.setup);
   if (dims == 0 || (p.setup & ~abi::dispatch_setup::dimensions::mask) != 0)
     return refuse(engine_fault::bad_dimensions, "setup.dimensions must be 1..3 and setup's reserved bits 0");
@@ -87,7 +89,12 @@ struct aql_dispatch {
   std::memcpy(&blob, vm.host_address(entry), sizeof blob);
   const std::string_view name = emulated_code_name(blob);
   if (!name.empty()) {
-    plan.fn = registry.find(name);
+    if (kernels) {
+      const auto& fn = kernels->find(registry, name);
+      if (plan.fn != fn) plan.fn = fn;  // a recycled plan often holds it already: no refcount traffic
+    } else {
+      plan.fn = registry.find(name);
+    }
     if (!plan.fn) return refuse(engine_fault::unknown_host_kernel, "host kernel '" + std::string(name) + "'", entry);
     plan.code_entry = 0;
   } else if (isa_supported(q.family)) {
