@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace abi = aqueduct::abi;
@@ -67,6 +68,17 @@ void add_b(emu::workgroup_context& wg) {
   add(wg, w.sgpr64(2), (w.sgpr[4] + 1) * (pkt.workgroup_size_x == 64 || pkt.grid_size_x == 1 ? 1000 : 0));
 }
 
+// Two workgroups that wait for each other (bounded): a dispatch of it has run only once both
+// workers were running at the same time — each has made its executor (a worker thread the
+// scheduler starts late would otherwise make it inside the counted window).
+void rendezvous(emu::workgroup_context& wg) {
+  const std::uint64_t counter = wg.load<std::uint64_t>(wg.wave(0).sgpr64(0));
+  std::atomic_ref<std::uint64_t> n(*wg.ptr<std::uint64_t>(counter, 1, true));
+  n.fetch_add(1);
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (n.load() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+}
+
 struct hot_rig {
   aq_test::aql_rig f;
   aq_test::kernel_object a{f.vm, kernarg_only(), "add_a"};
@@ -81,6 +93,7 @@ struct hot_rig {
   hot_rig() {
     f.registry.add("add_a", add_a);
     f.registry.add("add_b", add_b);
+    f.registry.add("rendezvous", rendezvous);
     kernarg[0] = va(counter.get());
     for (std::uint32_t i = 0; i < f.slots; ++i)  // every other signal raises an event
       signals.push_back(aq_test::make_signal(f.vm, 0, i % 2 ? mailbox.get() : nullptr, 100 + i));
@@ -111,6 +124,15 @@ struct hot_rig {
     aq_test::store(s, 1);
     return va(s);
   }
+  // Both workers are running (see rendezvous): true once 2 workgroups met.
+  bool workers_started() {
+    aq_test::kernel_object k{f.vm, kernarg_only(), "rendezvous"};
+    auto met = gpu_alloc<std::uint64_t>(f.vm, 1, 64);
+    auto arg = gpu_alloc<std::uint64_t>(f.vm, 1, 64);
+    arg[0] = va(met.get());
+    f.submit(aq_test::dispatch_1d(k.va_, va(arg.get()), 2, 1, 0));
+    return f.proc->wait_retired(f.write_index, 20s) && std::atomic_ref<std::uint64_t>(met[0]).load() == 2;
+  }
   // Rounds until `packets` more have been submitted, waiting for completion every 8 rounds so
   // that a slot's signal is re-armed only after its packet completed.
   bool run(std::uint64_t packets) {
@@ -128,7 +150,8 @@ struct hot_rig {
 TEST_CASE("steady state: no heap allocation per packet on the processor's threads (with a control)") {
   hot_rig h;
   h.f.events.reserve(4096);  // the test's own event log must not allocate in the counted window
-  REQUIRE(h.run(256));       // warm-up: every recycled entry, executor and worker has been used
+  REQUIRE(h.workers_started());
+  REQUIRE(h.run(256));  // warm-up: every recycled entry, executor and worker has been used
   REQUIRE_FALSE(h.f.proc->has_error());
 
   aq_test::allocations = 0;
