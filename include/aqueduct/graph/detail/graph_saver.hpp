@@ -221,7 +221,7 @@ class graph_saver {
       for (std::size_t k = 0; k < exec_->mem.allocs.size(); ++k) {
         const graph_allocation& x = exec_->mem.allocs[k];
         const std::uint64_t base = exec_->mem.address(x);
-        const bool live = live_after_alloc_[k][flat] && !(x.free != no_index && flat < x.after_free.size() && x.after_free[flat]);
+        const bool live = live_after_alloc_[k][flat] && !(flat < x.after_end.size() && x.after_end[flat]);
         if (live && a >= base && a - base < x.bytes) {
           a = x.placeholder + (a - base);
           break;

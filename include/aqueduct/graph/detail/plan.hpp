@@ -17,7 +17,9 @@
 //     and a host node always has one (the device waits for it);
 //   - a conditional node's bodies are flattened after it, each body node remembering its owner
 //     and branch; they run inside the owner's indirect buffers, on its queue, in their own
-//     program order — they are in no segment's order and wait for nothing across queues.
+//     program order — they are in no segment's order and wait for nothing across queues. Memory
+//     nodes in a body run nowhere there either: they bound the lifetimes of the body's
+//     allocations (graph/detail/pool.hpp).
 // Thread safety: pure functions over values.
 #pragma once
 
@@ -206,6 +208,7 @@ inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
   const node& c = p.nodes[o.owner];
   me.owner = o.owner;
   me.branch = o.branch;
+  if (x.kind == node_kind::mem_alloc || x.kind == node_kind::mem_free) return;  // runs nowhere: bounds its body's lifetimes (detail/pool.hpp)
   me.segment = owner.segment;  // an update that re-lowers it re-lowers the owner's segment
   me.nesting = owner.nesting + (x.kind == node_kind::conditional ? 1 : 0);
   if (c.queue.type == queue_type::pm4) p.max_nesting = std::max(p.max_nesting, me.nesting);

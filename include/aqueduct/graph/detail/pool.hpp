@@ -7,13 +7,23 @@
 // on x86-64 and lie beyond every GPU's 48-bit (or 57-bit) virtual address space, so no real
 // buffer has them and a device that reads one outside its graph faults. At instantiation:
 //   - each allocation's lifetime runs from its mem_alloc node to its mem_free node (none: to the
-//     end of the graph). Two allocations of one pool (same GPU, same kind of memory) may share
-//     addresses only when one's mem_free is an ancestor of the other's mem_alloc in the graph
-//     (the flat graph's edges, conditional bodies counted as their conditional);
+//     end of the graph). An allocation made inside a conditional's body lives within that body:
+//     it ends at its mem_free there, or at the body's end; its mem_free must be in the same body,
+//     and a mem_free in a body frees only that body's memory (the CP may skip a body, or run a
+//     WHILE body many times: a lifetime that crossed a body's edge would depend on the run). Each
+//     WHILE iteration reuses the same addresses: iterations run one after another, and an
+//     iteration's allocations end with it;
+//   - two allocations of one pool (same GPU, same kind of memory) may share addresses only when
+//     one's lifetime ends before the other's begins: its mem_free (or the end of a conditional
+//     it was made in) is an ancestor of the other's mem_alloc in the graph (the flat graph's
+//     edges, conditional bodies counted as their conditional), or the two are in different
+//     bodies of one conditional (bodies run one after another on the conditional's queue, never
+//     at once, and each body's allocations end with it);
 //   - every node that uses an allocation (a pointer argument, a copy, fill, timestamp or
 //     condition address inside its range) must come after its mem_alloc and before its mem_free
-//     in that order, else the graph is refused with the node named: a use after the free could
-//     read memory a later allocation owns;
+//     in that order — in the allocation's own body, counting a nested conditional as the node
+//     there — else the graph is refused with the node named: a use after the free could read
+//     memory a later allocation owns;
 //   - layout: allocations in the order of their mem_alloc nodes, each at the lowest 256-byte
 //     aligned offset that overlaps no allocation placed before it whose lifetime it shares
 //     (first fit). The pool is the extent of that layout: for a graph whose allocations are
@@ -60,7 +70,7 @@ struct graph_allocation {
   std::uint32_t free = no_index;   // its mem_free node (flat); none: live to the graph's end
   std::uint32_t pool = 0;
   std::uint64_t placeholder = 0, bytes = 0, offset = 0;
-  std::vector<bool> after_free;  // per flat node: a descendant of the mem_free node
+  std::vector<bool> after_end;  // per flat node: runs after the lifetime ended (its mem_free, its conditionals); empty: never
 };
 struct graph_pool {
   runtime::detail::agent_state* agent = nullptr;
@@ -139,6 +149,36 @@ void visit_addresses(const node& x, F&& f) {
   }
 }
 
+// Whether node `k` sits inside conditional `c`'s bodies (at any depth).
+[[nodiscard]] inline bool nested_in(const plan& p, std::uint32_t k, std::uint32_t c) noexcept {
+  for (std::uint32_t o = p.placed[k].owner; o != no_index; o = p.placed[o].owner)
+    if (o == c) return true;
+  return false;
+}
+// The nodes that run after conditional `c` has finished: its descendants, without `c` and its bodies.
+[[nodiscard]] inline std::vector<bool> after_completion(const plan& p, std::uint32_t c) {
+  std::vector<bool> d = descendants(p, c);
+  d[c] = false;
+  for (std::uint32_t k = c + 1; k < p.nodes.size(); ++k)
+    if (nested_in(p, k, c)) d[k] = false;
+  return d;
+}
+// `i`, or the conditional around it, that sits in the body (owner, branch) — the top level for
+// owner no_index; no_index when `i` is not inside that body.
+[[nodiscard]] inline std::uint32_t lift_to(const plan& p, std::uint32_t i, std::uint32_t owner, std::uint32_t branch) noexcept {
+  for (std::uint32_t k = i;; k = p.placed[k].owner) {
+    if (p.placed[k].owner == owner && (owner == no_index || p.placed[k].branch == branch)) return k;
+    if (p.placed[k].owner == no_index) return no_index;
+  }
+}
+// Whether `i` and `j` sit in different bodies of one conditional (which run one after the other).
+[[nodiscard]] inline bool in_sibling_bodies(const plan& p, std::uint32_t i, std::uint32_t j) noexcept {
+  for (std::uint32_t a = i; p.placed[a].owner != no_index; a = p.placed[a].owner)
+    for (std::uint32_t b = j; p.placed[b].owner != no_index; b = p.placed[b].owner)
+      if (p.placed[a].owner == p.placed[b].owner) return p.placed[a].branch != p.placed[b].branch;
+  return false;
+}
+
 [[nodiscard]] inline std::string describe_alloc(const plan& p, const graph_allocation& a) {
   return p.nodes[a.alloc].describe() + " (" + std::to_string(a.bytes) + " bytes)";
 }
@@ -170,6 +210,14 @@ void visit_addresses(const node& x, F&& f) {
       if (a->free != no_index)
         throw_failure(failure(errc::invalid_argument, x.describe() + ": " + describe_alloc(p, *a) + " was already freed by " +
                                                           p.nodes[a->free].describe()));
+      const planned_node &at = p.placed[i], &from = p.placed[a->alloc];
+      if (at.owner != from.owner || at.branch != from.branch)
+        throw_failure(failure(errc::not_supported,
+                              x.describe() + ": frees " + describe_alloc(p, *a) + " " +
+                                  (from.owner == no_index ? std::string("made outside the conditional body it is in")
+                                                          : "made in body " + std::to_string(from.branch) + " of " + p.nodes[from.owner].describe()) +
+                                  "; memory made in a conditional's body is freed in that body (or at its end), and a body frees only "
+                                  "its own (the device may skip the body, or run it many times)"));
       a->free = i;
     }
   }
@@ -180,12 +228,15 @@ void visit_addresses(const node& x, F&& f) {
     after_alloc[j] = descendants(p, a.alloc);
     if (a.free != no_index) {
       before_free[j] = ancestors(p, a.free);
-      a.after_free = descendants(p, a.free);
+      a.after_end = descendants(p, a.free);
+    }
+    for (std::uint32_t c = p.placed[a.alloc].owner; c != no_index; c = p.placed[c].owner) {  // made in a body: ends with it
+      const std::vector<bool> after = after_completion(p, c);
+      if (a.after_end.empty()) a.after_end.assign(n, false);
+      for (std::uint32_t k = 0; k < n; ++k) a.after_end[k] = a.after_end[k] || after[k];
     }
   }
   for (std::uint32_t i = 0; i < n; ++i) {
-    std::uint32_t top = i;
-    while (p.placed[top].owner != no_index) top = p.placed[top].owner;
     visit_addresses(p.nodes[i], [&](std::uint64_t v) {
       if (!is_placeholder(v)) return;
       const graph_allocation* a = m.find(v);
@@ -194,6 +245,12 @@ void visit_addresses(const node& x, F&& f) {
                                                                               "before this capture): its address is a placeholder no "
                                                                               "memory alloc node of this graph made"));
       const std::size_t j = static_cast<std::size_t>(a - m.allocs.data());
+      const planned_node& made = p.placed[a->alloc];
+      const std::uint32_t top = lift_to(p, i, made.owner, made.branch);  // the use, in the allocation's own body
+      if (top == no_index)
+        throw_failure(failure(errc::invalid_argument, p.nodes[i].describe() + " uses " + describe_alloc(p, *a) + ", which was made in body " +
+                                                          std::to_string(made.branch) + " of " + p.nodes[made.owner].describe() +
+                                                          " and lives only there (memory made in a conditional's body ends with the body)"));
       if (!after_alloc[j][top])
         throw_failure(failure(errc::invalid_argument, p.nodes[i].describe() + " uses " + describe_alloc(p, *a) +
                                                           " but is not ordered after its allocation"));
@@ -210,7 +267,8 @@ void visit_addresses(const node& x, F&& f) {
     for (std::size_t k = 0; k < j; ++k) {
       const graph_allocation& b = m.allocs[k];
       if (b.pool != a.pool) continue;
-      const bool disjoint = (b.free != no_index && b.after_free[a.alloc]) || (a.free != no_index && a.after_free[b.alloc]);
+      const bool disjoint = (!b.after_end.empty() && b.after_end[a.alloc]) || (!a.after_end.empty() && a.after_end[b.alloc]) ||
+                            in_sibling_bodies(p, a.alloc, b.alloc);
       if (!disjoint) busy.emplace_back(b.offset, b.offset + b.bytes);
     }
     std::sort(busy.begin(), busy.end());
