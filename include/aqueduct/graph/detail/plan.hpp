@@ -217,10 +217,11 @@ inline void place_in_body(plan& p, std::uint32_t i, const flat_origin& o) {
        x.kind != node_kind::signal_record && x.kind != node_kind::conditional))
     throw_failure(failure(errc::not_supported, x.describe() + " inside the body of " + c.describe() +
                                                    (sdma ? ": an SDMA body holds copies, fills, timestamps, signal records and conditionals "
-                                                           "of its conditional's queue (the engine runs or skips it in place)"
+                                                           "of its conditional's queue, and graph memory allocations and frees (the engine "
+                                                           "runs or skips it in place)"
                                                          : ": a body holds kernels, copies and fills (shader copies), timestamps, signal "
-                                                           "records and conditionals of its conditional's queue (the command processor "
-                                                           "runs it as an indirect buffer)")));
+                                                           "records and conditionals of its conditional's queue, and graph memory "
+                                                           "allocations and frees (the command processor runs it as an indirect buffer)")));
   if (!(x.queue == c.queue))
     throw_failure(failure(errc::not_supported, x.describe() + " inside the body of " + c.describe() +
                                                    ": a body runs on its conditional's queue only (" + queue_name(c.queue) + ")"));
