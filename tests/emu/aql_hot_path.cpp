@@ -231,3 +231,25 @@ TEST_CASE("cached checks follow the VM and the registry (unmapped kernel object 
     CHECK_FALSE(h.f.proc->has_error());
   }
 }
+
+TEST_CASE("workers finishing a dispatch while the processor recycles its entry: exact sums (a TSan case)") {
+  // More workers than this machine's cores and two entries in flight: a worker that added the
+  // next-to-last workgroup's count can be descheduled while the last one completes the dispatch
+  // and the processor plans a later packet into the same entry. The worker must not read the
+  // entry after its count (the race TSan found in runtime.multi_gpu, CI of stop 22).
+  emu::aql_processor_options opt;
+  opt.workers = 4;
+  opt.max_inflight = 2;
+  aq_test::aql_rig f(aqueduct::arch::family::gfx11, opt);
+  f.registry.add("add_a", add_a);
+  aq_test::kernel_object a{f.vm, kernarg_only(), "add_a"};
+  auto counter = gpu_alloc<std::uint64_t>(f.vm, 1, 64);
+  auto kernarg = gpu_alloc<std::uint64_t>(f.vm, 1, 64);
+  kernarg[0] = va(counter.get());
+  constexpr std::uint32_t dispatches = 3000, groups = 6;
+  for (std::uint32_t i = 0; i < dispatches; ++i) f.submit(aq_test::dispatch_1d(a.va_, va(kernarg.get()), groups, 1, 0));
+  REQUIRE(f.proc->wait_retired(f.write_index, 60s));
+  REQUIRE_FALSE(f.proc->has_error());
+  // Each dispatch adds 1 + 2 + ... + groups (host arithmetic).
+  CHECK(std::atomic_ref<std::uint64_t>(counter[0]).load() == std::uint64_t{dispatches} * groups * (groups + 1) / 2);
+}

@@ -684,8 +684,10 @@ class aql_processor : public queue_wakeup {
       if (!job->faulted.load(std::memory_order_acquire)) report(*job, ex.run(job->d.plan, wg));
       preemptor_.note_workgroup();
       // After this fetch_add the job is not touched again (unless it was the last workgroup, which
-      // publishes `complete`): the processor may retire and reuse it from then on.
-      const bool last = job->done_wg.fetch_add(1, std::memory_order_acq_rel) + 1 == job->d.total_wg;
+      // publishes `complete`): once another worker finishes the last workgroup the processor may
+      // retire the entry and plan the next packet into it, so the total is read before.
+      const std::uint64_t total = job->d.total_wg;
+      const bool last = job->done_wg.fetch_add(1, std::memory_order_acq_rel) + 1 == total;
       if (last) job->complete.store(true, std::memory_order_release);
       {
         std::lock_guard lock(mu_);
