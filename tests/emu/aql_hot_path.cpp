@@ -222,6 +222,29 @@ TEST_CASE("cached checks follow the VM and the registry (unmapped kernel object 
     REQUIRE(aq_test::wait_error(*h.f.proc));
     CHECK(h.f.proc->error()->fault == emu::engine_fault::unknown_host_kernel);
   }
+  // The last packet of a round dispatched b, so b's checks are what the processor memoized
+  // (emu/detail/aql_dispatch.hpp kernel_object_cache); these rewrite b's bytes without any VM
+  // or registry change.
+  SUBCASE("the descriptor is rewritten in place: its new bytes are checked (reserved property bits)") {
+    abi::kernel_descriptor kd = h.b.kd;
+    kd.kernel_code_properties |= static_cast<std::uint16_t>(~abi::kernel_code_properties::defined_mask);
+    std::memcpy(h.b.mem.get(), &kd, sizeof kd);
+    h.submit_dispatch(h.b.va_, 1, 1, false);
+    REQUIRE(aq_test::wait_error(*h.f.proc));
+    CHECK(h.f.proc->error()->fault == emu::engine_fault::bad_kernel_descriptor);
+  }
+  SUBCASE("the code blob is rewritten in place to name another kernel: that kernel runs") {
+    h.f.registry.add("add_c", [](emu::workgroup_context& wg) { add(wg, wg.wave(0).sgpr64(2), 7); });
+    REQUIRE(h.run(4));  // the registry moved: b is checked and memoized again
+    const std::uint64_t before = h.expected;
+    auto* blob = reinterpret_cast<abi::emulated_code_blob*>(h.b.mem.get() + abi::emulated_code_offset);
+    std::memcpy(blob->name, "add_c", 5);
+    blob->name_size = 5;
+    h.f.submit(aq_test::dispatch_1d(h.b.va_, va(h.kernarg.get()), 1, 1, 0));
+    REQUIRE(h.f.proc->wait_retired(h.f.write_index, 10s));
+    CHECK_FALSE(h.f.proc->has_error());
+    CHECK(std::atomic_ref<std::uint64_t>(h.counter[0]).load() == before + 7);
+  }
   SUBCASE("the kernel is replaced under its name: the new function runs") {
     const std::uint64_t before = h.expected;
     h.f.registry.add("add_a", [](emu::workgroup_context& wg) { add(wg, wg.wave(0).sgpr64(0), 5); });

@@ -9,10 +9,12 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <span>
 #include <stdexcept>
 #include <cstring>
 #include <memory>
@@ -386,11 +388,13 @@ TEST_CASE("malformed packets stop the queue with the packet decoded; the process
     std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
     vadd_setup v(f.vm);
     const auto ko = make_kernel_object(f.vm, kos, descriptor(vadd_props, 4, sizeof(vadd_args)), "vadd");
-    f.submit(dispatch_1d(ko, va(v.args.get()), v.n, 64, 0));  // a good one first
     auto p = dispatch_1d(ko, va(v.args.get()), v.n, 64, 0);
     c.mutate(p);
-    f.submit(p);
-    f.submit(dispatch_1d(ko, va(v.args.get()), v.n, 64, 0));  // never runs
+    // A good one first, the bad one, one that never runs — visible together, so the write
+    // position the error reports is 3 however fast the processor finds the fault.
+    const std::array<abi::kernel_dispatch_packet, 3> three{dispatch_1d(ko, va(v.args.get()), v.n, 64, 0), p,
+                                                           dispatch_1d(ko, va(v.args.get()), v.n, 64, 0)};
+    f.submit_together(std::span<const abi::kernel_dispatch_packet>(three));
     CHECK_FALSE(f.proc->wait_retired(3, 2s));
     REQUIRE(f.proc->has_error());
     const auto e = f.proc->error();

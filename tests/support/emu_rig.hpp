@@ -24,6 +24,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -169,6 +170,26 @@ struct aql_rig {
     std::atomic_ref<std::uint64_t>(q[0].write_dispatch_id).store(write_index, std::memory_order_release);
     if (ring_doorbell) proc->ring_doorbell(idx);
     return idx;
+  }
+  // Several packets made visible as one: bodies, then the write index past the last, then the
+  // headers from the last to the first — the processor sees none before all are in the ring and
+  // the write index counts them all (a fault it finds in one of them reports that write index).
+  template <class Packet>
+  void submit_together(std::span<const Packet> ps) {
+    static_assert(sizeof(Packet) == 64);
+    REQUIRE(write_index + ps.size() - read_index() <= slots);
+    const std::uint64_t first = write_index;
+    for (std::size_t i = 0; i < ps.size(); ++i)
+      std::memcpy(ring[(first + i) % slots].bytes + 4, reinterpret_cast<const std::byte*>(&ps[i]) + 4, 60);
+    write_index += ps.size();
+    std::atomic_ref<std::uint64_t>(q[0].write_dispatch_id).store(write_index, std::memory_order_release);
+    for (std::size_t i = ps.size(); i-- > 0;) {
+      std::uint32_t dw0;
+      std::memcpy(&dw0, &ps[i], 4);
+      std::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(ring[(first + i) % slots].bytes))
+          .store(dw0, std::memory_order_release);
+    }
+    proc->ring_doorbell(write_index - 1);
   }
 };
 

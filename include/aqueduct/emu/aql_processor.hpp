@@ -708,9 +708,10 @@ class aql_processor : public queue_wakeup {
   workgroup_executor inline_executor_{vm_, 0};  // processor thread only
   // Processor thread only: the checks of its own structures (descriptor, code, kernargs, signals,
   // mailboxes) through a translation cache dropped at every VM change (emu/vm_tlb.hpp), and the
-  // last host-kernel lookup. A kernel's data accesses go to vm_ itself.
+  // last kernel object's checks (detail::kernel_object_cache: same bytes, same VM and registry
+  // generations). A kernel's data accesses go to vm_ itself.
   vm_tlb tlb_{vm_};
-  host_kernel_cache kernels_;
+  detail::kernel_object_cache kernels_;
   abi::aql_slot* ring_ = nullptr;
   std::uint64_t slots_ = 0;
   std::uint64_t* rptr_ = nullptr;

@@ -94,20 +94,43 @@ struct workgroup_geometry {
   return static_cast<std::uint32_t>((std::uint64_t(a) + b - 1) / b);
 }
 
-// Workgroup counts and the geometry of workgroup `linear` (x fastest).
-[[nodiscard]] inline workgroup_geometry geometry_of(const abi::kernel_dispatch_packet& p, std::uint64_t linear) noexcept {
-  workgroup_geometry g;
+// Workgroups in the grid per dimension (a dimension that fits one workgroup needs no division).
+[[nodiscard]] inline std::array<std::uint32_t, 3> workgroup_counts(const abi::kernel_dispatch_packet& p) noexcept {
   const std::array<std::uint32_t, 3> grid{p.grid_size_x, p.grid_size_y, p.grid_size_z};
   const std::array<std::uint32_t, 3> wg{p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z};
-  for (int d = 0; d < 3; ++d) g.count[d] = ceil_div(grid[d], wg[d]);
-  g.id[0] = static_cast<std::uint32_t>(linear % g.count[0]);
-  g.id[1] = static_cast<std::uint32_t>(linear / g.count[0] % g.count[1]);
-  g.id[2] = static_cast<std::uint32_t>(linear / g.count[0] / g.count[1]);
+  std::array<std::uint32_t, 3> count{};
+  for (int d = 0; d < 3; ++d) count[d] = grid[d] <= wg[d] ? 1u : ceil_div(grid[d], wg[d]);
+  return count;
+}
+
+// The geometry of workgroup `linear` (x fastest) of a grid of `count` workgroups
+// (workgroup_counts(p)). A workgroup of the first row needs no division (a 1-D grid never does):
+// the processors ask for one per workgroup they launch.
+[[nodiscard]] inline workgroup_geometry geometry_at(const abi::kernel_dispatch_packet& p,
+                                                    const std::array<std::uint32_t, 3>& count,
+                                                    std::uint64_t linear) noexcept {
+  workgroup_geometry g;
+  g.count = count;
+  if (linear < count[0]) {
+    g.id[0] = static_cast<std::uint32_t>(linear);
+  } else {
+    g.id[0] = static_cast<std::uint32_t>(linear % count[0]);
+    const std::uint64_t rest = linear / count[0];
+    g.id[1] = static_cast<std::uint32_t>(rest % count[1]);
+    g.id[2] = static_cast<std::uint32_t>(rest / count[1]);
+  }
+  const std::array<std::uint32_t, 3> grid{p.grid_size_x, p.grid_size_y, p.grid_size_z};
+  const std::array<std::uint32_t, 3> wg{p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z};
   for (int d = 0; d < 3; ++d) {
     const std::uint64_t start = std::uint64_t(g.id[d]) * wg[d];
     g.size[d] = static_cast<std::uint32_t>(std::min<std::uint64_t>(wg[d], grid[d] - start));
   }
   return g;
+}
+
+// Workgroup counts and the geometry of workgroup `linear` (x fastest).
+[[nodiscard]] inline workgroup_geometry geometry_of(const abi::kernel_dispatch_packet& p, std::uint64_t linear) noexcept {
+  return geometry_at(p, workgroup_counts(p), linear);
 }
 
 // The grid's workgroup count, false when it does not fit 64 bits (2^31 x 2^31 x 4 is 2^64).
@@ -201,14 +224,30 @@ inline void build_workgroup_waves_into(std::vector<wave_state>& waves, const abi
     // Byte offset of this wave's scratch: by wave slot, so waves in flight together never share.
     ws.scratch_wave_offset = (first_wave_slot + w) * wsize * p.private_segment_size;
     if (r2::enable_private_segment::get(rsrc2)) ws.sgpr[wave_offset_sgpr] = ws.scratch_wave_offset;
+    // The work-item id of the wave's first lane, then counted up lane by lane (x fastest): one
+    // division per wave, not one per lane and dimension.
+    const std::uint32_t first = w * wsize;
+    std::uint32_t ix = 0, iy = 0, iz = 0;
+    if (first != 0) {
+      ix = first % g.size[0];
+      iy = first / g.size[0] % g.size[1];
+      iz = first / g.size[0] / g.size[1];
+    }
     for (unsigned lane = 0; lane < wsize; ++lane) {
-      const std::uint32_t flat = w * wsize + lane;
+      const std::uint32_t flat = first + lane;
       if (flat >= items) break;
       ++ws.active_lanes;
       ws.exec |= std::uint64_t(1) << lane;
-      const std::uint32_t x = flat % g.size[0];
-      const std::uint32_t y = id_mode >= 1 ? flat / g.size[0] % g.size[1] : 0;
-      const std::uint32_t z = id_mode >= 2 ? flat / g.size[0] / g.size[1] : 0;
+      const std::uint32_t x = ix;
+      const std::uint32_t y = id_mode >= 1 ? iy : 0;
+      const std::uint32_t z = id_mode >= 2 ? iz : 0;
+      if (++ix == g.size[0]) {
+        ix = 0;
+        if (++iy == g.size[1]) {
+          iy = 0;
+          ++iz;
+        }
+      }
       if (packed) {
         ws.v0[lane] = abi::packed_workitem_id::x::put(x) | abi::packed_workitem_id::y::put(y) |
                       abi::packed_workitem_id::z::put(z);

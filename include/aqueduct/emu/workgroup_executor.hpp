@@ -66,8 +66,19 @@ struct dispatch_plan {
   unsigned user_data_count = 0;
 
   // The grid's workgroup count; false when it does not fit 64 bits (2^31 x 2^31 x 4 is 2^64).
-  [[nodiscard]] bool try_total_workgroups(std::uint64_t& total) const noexcept {
-    return total_workgroups(geometry_of(pkt, 0), total);
+  // Keeps the per-dimension counts for geometry() (the processors call this once per dispatch).
+  [[nodiscard]] bool try_total_workgroups(std::uint64_t& total) noexcept {
+    wg_count_ = workgroup_counts(pkt);
+    counted_ = sizes_of(pkt);
+    workgroup_geometry g;
+    g.count = wg_count_;
+    return total_workgroups(g, total);
+  }
+  // The geometry of workgroup `wg`: from the counts try_total_workgroups kept while the packet's
+  // sizes are still the ones it counted (no division for a first-row workgroup), else computed.
+  [[nodiscard]] workgroup_geometry geometry(std::uint64_t wg) const noexcept {
+    if (counted_ == sizes_of(pkt)) return geometry_at(pkt, wg_count_, wg);
+    return geometry_of(pkt, wg);
   }
   [[nodiscard]] unsigned wave_size() const noexcept { return wave_size_of(kd, family); }
   // VGPRs a wave has: rsrc1.GRANULATED_WORKITEM_VGPR_COUNT in units of 8 (the largest granule,
@@ -77,6 +88,13 @@ struct dispatch_plan {
     static std::atomic<std::uint64_t> n{1};
     return n.fetch_add(1, std::memory_order_relaxed);
   }
+
+ private:
+  [[nodiscard]] static std::array<std::uint32_t, 6> sizes_of(const abi::kernel_dispatch_packet& p) noexcept {
+    return {p.grid_size_x, p.grid_size_y, p.grid_size_z, p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z};
+  }
+  std::array<std::uint32_t, 3> wg_count_{};
+  std::array<std::uint32_t, 6> counted_{};  // all 0: nothing counted (a packet's sizes never are)
 };
 
 // Families whose machine code this program can run: those whose interpreter <aqueduct/emu/isa.hpp>
@@ -105,14 +123,14 @@ class workgroup_executor {
   // The initial waves of workgroup `wg`, with this executor's scratch wave slots.
   [[nodiscard]] std::vector<wave_state> initial_waves(const dispatch_plan& plan, std::uint64_t wg) const {
     std::vector<wave_state> waves;
-    initial_waves_into(waves, plan, geometry_of(plan.pkt, wg));
+    initial_waves_into(waves, plan, plan.geometry(wg));
     return waves;
   }
 
   // Runs workgroup `wg` from fresh waves (built into a vector this executor keeps: no heap
   // allocation per workgroup once it has held the largest workgroup).
   [[nodiscard]] std::optional<workgroup_fault> run(const dispatch_plan& plan, std::uint64_t wg) {
-    const workgroup_geometry g = geometry_of(plan.pkt, wg);
+    const workgroup_geometry g = plan.geometry(wg);
     try {
       initial_waves_into(waves_, plan, g);
     } catch (const std::exception& ex) {
@@ -124,7 +142,7 @@ class workgroup_executor {
   // Runs workgroup `wg` from the given waves (fresh, or restored from a CWSR image).
   [[nodiscard]] std::optional<workgroup_fault> run(const dispatch_plan& plan, std::uint64_t wg,
                                                    std::span<const wave_state> waves) {
-    return run(plan, geometry_of(plan.pkt, wg), waves);
+    return run(plan, plan.geometry(wg), waves);
   }
 
  private:

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,31 +56,45 @@ struct aql_dispatch {
   return va % abi::amd_signal_align == 0 && vm.is_mapped(va, sizeof(abi::amd_signal));
 }
 
-// `out` is filled in place (a dispatch plan is large) and may be one used before (the AQL
-// processor recycles its dispatches): on success every field a dispatch reads is rewritten (the
-// kernarg copy keeps its capacity, the budget counter its allocation; the caller sets the
-// budget). Re-point out.plan.inputs.kernarg_host at out.kernarg_copy whenever `out` moves.
-// `kernels`, when given, memoizes the registry lookup (one per processor thread).
-[[nodiscard]] inline reject plan_aql_dispatch(const abi::kernel_dispatch_packet& p, const aql_dispatch_source& q,
-                                              const vm_access& vm, const host_kernel_registry& registry, aql_dispatch& out,
-                                              host_kernel_cache* kernels = nullptr) {
-  const unsigned dims = abi::dispatch_setup::dimensions::get(p.setup);
-  if (dims == 0 || (p.setup & ~abi::dispatch_setup::dimensions::mask) != 0)
-    return refuse(engine_fault::bad_dimensions, "setup.dimensions must be 1..3 and setup's reserved bits 0");
-  const std::uint32_t grid[3] = {p.grid_size_x, p.grid_size_y, p.grid_size_z};
-  const std::uint32_t wg[3] = {p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z};
-  for (unsigned d = 0; d < 3; ++d) {
-    if (wg[d] == 0) return refuse(engine_fault::bad_workgroup_size, "a workgroup size is 0");
-    if (grid[d] == 0) return refuse(engine_fault::bad_dimensions, "a grid size is 0");
-    if (d >= dims && (grid[d] != 1 || wg[d] != 1))
-      return refuse(engine_fault::bad_dimensions, "grid and workgroup sizes beyond setup.dimensions must be 1");
+// The processor's memo of the last kernel object it checked (one per processor thread). A CP
+// checks the descriptor and the code entry of every dispatch; when the kernel object is the
+// last one's, its descriptor and code blob hold the same bytes, and neither the VM nor the
+// host-kernel registry moved since (their generations), every one of those checks has the same
+// answer, so only the bytes are compared. Host kernels only (machine code is decoded afresh per
+// dispatch: plan.serial); a VM reporting generation 0 is never memoized.
+struct kernel_object_cache {
+  host_kernel_cache kernels;  // the last registry lookup
+  std::uint64_t kernel_object = 0;
+  std::uint64_t vm_generation = 0;  // 0: nothing memoized
+  std::uint64_t registry_generation = 0;
+  const host_kernel_registry* registry = nullptr;
+  arch::family family = arch::family::gfx11;
+  abi::kernel_descriptor kd{};
+  emulated_code_blob blob{};
+  std::shared_ptr<const host_kernel_fn> fn;  // what the registry gave for the blob's name
+};
+
+// The kernel object's checks (descriptor, code entry, host kernel or machine code) into
+// plan.kd, plan.fn, plan.code_entry; `cache` may answer them (kernel_object_cache).
+[[nodiscard]] inline reject plan_kernel_object(const abi::kernel_dispatch_packet& p, const aql_dispatch_source& q,
+                                               const vm_access& vm, const host_kernel_registry& registry,
+                                               dispatch_plan& plan, kernel_object_cache* cache) {
+  // Read before anything is checked: a change during the checks moves it on, so what they
+  // found is never memoized under a generation it does not belong to.
+  const std::uint64_t vm_gen = cache ? vm.generation() : 0;
+  const std::uint64_t reg_gen = cache ? registry.generation() : 0;
+  if (vm_gen != 0 && cache->vm_generation == vm_gen && cache->kernel_object == p.kernel_object &&
+      cache->registry == &registry && cache->registry_generation == reg_gen && cache->family == q.family &&
+      std::memcmp(vm.host_address(p.kernel_object), &cache->kd, sizeof cache->kd) == 0 &&
+      std::memcmp(vm.host_address(p.kernel_object + static_cast<std::uint64_t>(cache->kd.kernel_code_entry_byte_offset)),
+                  &cache->blob, sizeof cache->blob) == 0) {
+    plan.kd = cache->kd;
+    if (plan.fn != cache->fn) plan.fn = cache->fn;  // a recycled plan often holds it already: no refcount traffic
+    plan.code_entry = 0;
+    return {};
   }
-  if (std::uint64_t(wg[0]) * wg[1] * wg[2] > 1024)
-    return refuse(engine_fault::bad_workgroup_size, "more than 1024 work-items per workgroup");
   if (p.kernel_object == 0 || p.kernel_object % 64 != 0 || !vm.is_mapped(p.kernel_object, sizeof(abi::kernel_descriptor)))
     return refuse(engine_fault::kernel_object_not_mapped, "", p.kernel_object);
-  dispatch_plan& plan = out.plan;
-  plan.family = q.family;
   std::memcpy(&plan.kd, vm.host_address(p.kernel_object), sizeof plan.kd);
   const auto& kd = plan.kd;
   const std::uint64_t entry = p.kernel_object + static_cast<std::uint64_t>(kd.kernel_code_entry_byte_offset);
@@ -89,9 +104,9 @@ struct aql_dispatch {
   std::memcpy(&blob, vm.host_address(entry), sizeof blob);
   const std::string_view name = emulated_code_name(blob);
   if (!name.empty()) {
-    if (kernels) {
-      const auto& fn = kernels->find(registry, name);
-      if (plan.fn != fn) plan.fn = fn;  // a recycled plan often holds it already: no refcount traffic
+    if (cache) {
+      const auto& fn = cache->kernels.find(registry, name);
+      if (plan.fn != fn) plan.fn = fn;
     } else {
       plan.fn = registry.find(name);
     }
@@ -117,6 +132,46 @@ struct aql_dispatch {
   if (needed > user) return refuse(engine_fault::bad_kernel_descriptor, "enabled user SGPRs exceed rsrc2.USER_SGPR_COUNT");
   if (r2::granulated_lds_size::get(kd.compute_pgm_rsrc2) != 0)
     return refuse(engine_fault::bad_kernel_descriptor, "rsrc2.GRANULATED_LDS_SIZE must be 0 (the CP takes LDS from the packet)");
+  if (vm_gen != 0 && plan.fn) {  // every check passed: memoize the host-kernel object
+    cache->kernel_object = p.kernel_object;
+    cache->vm_generation = vm_gen;
+    cache->registry_generation = reg_gen;
+    cache->registry = &registry;
+    cache->family = q.family;
+    cache->kd = kd;
+    cache->blob = blob;
+    cache->fn = plan.fn;
+  }
+  return {};
+}
+
+// `out` is filled in place (a dispatch plan is large) and may be one used before (the AQL
+// processor recycles its dispatches): on success every field a dispatch reads is rewritten (the
+// kernarg copy keeps its capacity, the budget counter its allocation; the caller sets the
+// budget). Re-point out.plan.inputs.kernarg_host at out.kernarg_copy whenever `out` moves.
+// `kernels`, when given, memoizes the kernel object's checks (one per processor thread).
+[[nodiscard]] inline reject plan_aql_dispatch(const abi::kernel_dispatch_packet& p, const aql_dispatch_source& q,
+                                              const vm_access& vm, const host_kernel_registry& registry, aql_dispatch& out,
+                                              kernel_object_cache* kernels = nullptr) {
+  const unsigned dims = abi::dispatch_setup::dimensions::get(p.setup);
+  if (dims == 0 || (p.setup & ~abi::dispatch_setup::dimensions::mask) != 0)
+    return refuse(engine_fault::bad_dimensions, "setup.dimensions must be 1..3 and setup's reserved bits 0");
+  const std::uint32_t grid[3] = {p.grid_size_x, p.grid_size_y, p.grid_size_z};
+  const std::uint32_t wg[3] = {p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z};
+  for (unsigned d = 0; d < 3; ++d) {
+    if (wg[d] == 0) return refuse(engine_fault::bad_workgroup_size, "a workgroup size is 0");
+    if (grid[d] == 0) return refuse(engine_fault::bad_dimensions, "a grid size is 0");
+    if (d >= dims && (grid[d] != 1 || wg[d] != 1))
+      return refuse(engine_fault::bad_dimensions, "grid and workgroup sizes beyond setup.dimensions must be 1");
+  }
+  if (std::uint64_t(wg[0]) * wg[1] * wg[2] > 1024)
+    return refuse(engine_fault::bad_workgroup_size, "more than 1024 work-items per workgroup");
+  dispatch_plan& plan = out.plan;
+  plan.family = q.family;
+  if (const reject r = plan_kernel_object(p, q, vm, registry, plan, kernels); r.fault != engine_fault::none) return r;
+  const auto& kd = plan.kd;
+  namespace kcp = abi::kernel_code_properties;
+  const std::uint16_t props = kd.kernel_code_properties;
   if (kcp::enable_sgpr_kernarg_segment_ptr::get(props) && kd.kernarg_size != 0 &&
       (p.kernarg_address == 0 || !vm.is_mapped(p.kernarg_address, kd.kernarg_size)))
     return refuse(engine_fault::kernarg_not_mapped, "", p.kernarg_address);
