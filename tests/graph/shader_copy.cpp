@@ -3,7 +3,7 @@
 // (runtime/shader_copy.hpp), eagerly, captured and replayed in ring-copy and indirect mode, with
 // try_set_copy / try_set_fill / try_set_enabled / try_bind, edges to and from SDMA and PM4 nodes,
 // graph memory, conditional bodies, traces, DOT and save/load; faults name the node; overlapping
-// ranges, partial dwords and a device without a copy kernel are refused, named.
+// ranges (on SDMA queues too), partial dwords and a device without a copy kernel are refused, named.
 // Expected values: host memcpy / dword stores over the same inputs (a host model of every replay).
 #include "counting_device.hpp"
 #include "kernels.hpp"
@@ -234,6 +234,39 @@ TEST_CASE("refused: overlapping copy ranges and partial dwords (capture, eagerly
   std::uint32_t wrong = 0;
   for (std::uint32_t i = 0; i < 16; ++i) wrong += v[32 + i] != i;
   for (std::uint32_t i = 0; i < 4; ++i) wrong += v[48 + i] != 9;
+  CHECK(v[2] == 2);  // the refused copy did not run
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("SDMA copies refuse overlapping ranges too: at capture, eagerly and by try_set_copy, nothing submitted") {
+  // The SDMA engine's COPY_LINEAR is no more memmove than the copy kernel (docs/copies.md):
+  // before, a graph's SDMA copy with overlapping ranges was submitted as it was.
+  rig r;
+  auto v = r.host_buffer(64);
+  for (std::uint32_t i = 0; i < 64; ++i) v[i] = i;
+  aq::errc code{};
+  auto overlap = [&]() -> g::task<void> { co_await g::on(r.sdma).copy(v.va() + aq::byte_count(4), v.va(), 64); };
+  std::string what = thrown([&] { (void)g::capture(overlap()); }, &code);
+  CHECK(code == aq::errc::invalid_argument);
+  CHECK_MESSAGE(contains(what, "overlap"), what);
+  CHECK_MESSAGE(contains(what, "SDMA copy"), what);
+  CHECK_MESSAGE(contains(what, "shader_copy.cpp:"), what);
+  const auto consumed = r.sdma.read_offset();
+  what = thrown([&] { g::sync_wait(overlap()); }, &code);
+  CHECK(code == aq::errc::invalid_argument);
+  CHECK_MESSAGE(contains(what, "overlap"), what);
+  CHECK(r.sdma.read_offset() == consumed);  // the engine ran nothing
+  CHECK(v[1] == 1);
+
+  g::node_id c{};
+  auto good = [&]() -> g::task<void> { c = co_await g::on(r.sdma).copy(v.va() + aq::byte_count(128), v.va(), 64); };
+  auto exec = g::instantiate(g::capture(good()));
+  auto bad = exec.try_set_copy(c, v.va() + aq::byte_count(8), v.va(), 64);
+  CHECK(bad.get_failure() == aq::errc::invalid_argument);
+  CHECK_MESSAGE(contains(bad.get_failure().describe(), "overlap"), bad.get_failure().describe());
+  exec.wait(exec.launch());  // the node kept its last good ranges
+  std::uint32_t wrong = 0;
+  for (std::uint32_t i = 0; i < 16; ++i) wrong += v[32 + i] != i;
   CHECK(v[2] == 2);  // the refused copy did not run
   CHECK(wrong == 0);
 }

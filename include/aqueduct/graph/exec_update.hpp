@@ -130,6 +130,8 @@ inline result<void> exec_graph::try_set_copy(node_id n, gpu_va dst, gpu_va src, 
   moved.bytes = bytes;
   if (!detail::translate(s_->mem, moved))
     return failure(errc::invalid_argument, x.describe() + ": the new addresses hold a graph allocation of another graph");
+  if (auto r = runtime::try_check_disjoint(moved.dst, moved.src, bytes); !r)  // every queue: not memmove
+    return failure(r.get_failure().code(), x.describe() + ": " + std::string(r.detail()));
   if (detail::is_shader_op(moved))
     if (auto r = detail::check_shader_op(moved); !r) return failure(r.get_failure().code(), x.describe() + ": " + std::string(r.detail()));
   x.dst = moved.dst;

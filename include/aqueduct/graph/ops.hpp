@@ -314,6 +314,9 @@ class submit_op : public queue_op<submit_op<K, Submit>, K> {
   [[nodiscard]] std::string describe() const { return std::string(std::same_as<K, runtime::sdma_t> ? "SDMA " : "PM4 ") + what_; }
   [[nodiscard]] const char* category() const noexcept { return to_string(proto_.kind); }
   node_id record(capture_strand& s, const std::source_location& loc) {
+    if (proto_.kind == node_kind::copy)  // refused at capture, as eagerly (copy())
+      if (auto r = runtime::try_check_disjoint(proto_.dst, proto_.src, proto_.bytes); !r)
+        throw_failure(located(r.get_failure(), describe(), loc));
     node n = std::move(proto_);
     if (n.kind != node_kind::signal_wait) n.queue = binding_of(*q_);  // a wait is placed on its consumers
     n.label = std::move(this->label_);
@@ -675,7 +678,8 @@ class queue_ref {
   // ---- copies and fills (SDMA: COPY_LINEAR / CONSTANT_FILL; AQL, PM4: the shader copy) --------
   // On AQL and PM4 a copy or fill is a dispatch of the agent's copy or fill kernel
   // (runtime/shader_copy.hpp; emulated device only so far: errc::not_supported elsewhere, at
-  // capture or eagerly); overlapping copy ranges are refused there, as copy_engine refuses them.
+  // capture or eagerly). Overlapping copy ranges are refused on every queue, at capture, eagerly
+  // and by try_set_copy, as copy_engine refuses them (neither path is memmove: docs/copies.md).
   [[nodiscard]] auto copy(gpu_va dst, gpu_va src, std::uint64_t bytes) const {
     node n;
     n.kind = node_kind::copy;
@@ -683,7 +687,12 @@ class queue_ref {
     n.src = src;
     n.bytes = bytes;
     if constexpr (std::same_as<K, runtime::sdma_t>)
-      return sdma([dst, src, bytes](runtime::sdma_queue& q) { return q.try_copy(dst, src, bytes); }, "copy", std::move(n));
+      return sdma(
+          [dst, src, bytes](runtime::sdma_queue& q) -> result<runtime::sdma_ticket> {
+            AQUEDUCT_TRY_VOID(runtime::try_check_disjoint(dst, src, bytes));
+            return q.try_copy(dst, src, bytes);
+          },
+          "copy", std::move(n));
     else
       return detail::shader_op<K>(*q_, std::move(n));
   }
