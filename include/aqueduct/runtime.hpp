@@ -12,6 +12,7 @@
 #include <aqueduct/runtime/agent.hpp>
 #include <aqueduct/runtime/any_device.hpp>
 #include <aqueduct/runtime/copy.hpp>
+#include <aqueduct/runtime/device_clock.hpp>
 #include <aqueduct/runtime/emulator.hpp>
 #include <aqueduct/runtime/kernel.hpp>
 #include <aqueduct/runtime/kernel_args.hpp>

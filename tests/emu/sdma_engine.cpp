@@ -37,6 +37,9 @@ using aq_test::test_vm;
 namespace {
 
 constexpr std::uint64_t fixed_timestamp = 0x0123456789ABCDEFull;
+// What TIMESTAMP writes at that host time: the GPU clock counter, 100 MHz (spec/packets.md §2.2)
+// from the emulated GPU's own epoch, 10^18 ns (docs/emulator.md "Clocks"): hand arithmetic.
+constexpr std::uint64_t fixed_gpu_clock = (fixed_timestamp + 1'000'000'000'000'000ull) / 10;
 
 // Page-aligned, zeroed, NORESERVE memory that is freed on scope exit.
 struct region {
@@ -260,7 +263,7 @@ TEST_CASE_TEMPLATE("fill, fence, trap, timestamp and atomic", T, ALL_ENGINES) {
   std::memcpy(&mailbox, buf.p + 9000, 4);
   CHECK(mailbox == 43);
   std::memcpy(&ts, buf.p + 9216, 8);
-  CHECK(ts == fixed_timestamp);
+  CHECK(ts == fixed_gpu_clock);
   std::memcpy(&sum, buf.p + 9224, 8);
   CHECK(sum == 42);
   CHECK(r.events.ids() == std::vector<std::uint32_t>{42, 43});
@@ -450,7 +453,7 @@ TEST_CASE("tinygrad's SDMA dwords (spec §3.4) run as documented") {
   std::memcpy(&v32, buf.p + 6000, 4);
   CHECK(v32 == 77);
   std::memcpy(&v64, buf.p + 6008, 8);
-  CHECK(v64 == fixed_timestamp);
+  CHECK(v64 == fixed_gpu_clock);
   std::memcpy(&v64, buf.p + 6016, 8);
   CHECK(v64 == 0x11223344AABBCCDDull);
 }

@@ -387,6 +387,10 @@ TEST_CASE("a traced replay gives every node a device span on its queue, after th
   auto exec = g::instantiate(g::capture(p.run(2, 3, 4)), {.replay_slots = 4, .wait = {}, .trace = true});
   const auto t = exec.launch();
   exec.wait(t);
+  // Host steady_clock after the wait: every device span (GPU clock counter ticks, translated by
+  // the agent's calibration: runtime/device_clock.hpp) ended before it.
+  const auto waited = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
   g::trace tr;
   REQUIRE(g::try_trace_replay(exec, t, tr));
   std::size_t device = 0;
@@ -400,6 +404,7 @@ TEST_CASE("a traced replay gives every node a device span on its queue, after th
     CHECK(s.end_ns >= s.start_ns);
     CHECK(s.start_ns >= launch_start);
     CHECK(s.start_ns >= prev_end);  // the chain's nodes ran one after another (edges across queues)
+    CHECK(s.end_ns <= waited + 50'000);  // 50 µs: the calibration's own uncertainty on a loaded machine
     prev_end = s.end_ns;
   }
   CHECK(device == 3);  // AQL kernel, SDMA copy, PM4 kernel

@@ -513,7 +513,7 @@ class aql_processor : public queue_wakeup {
     push_inflight(e, snap, h, true);
     if (job->d.profiling && p.completion_signal != 0)
       std::atomic_ref<std::uint64_t>(host<abi::amd_signal>(p.completion_signal)->start_ts)
-          .store(events_.timestamp(), std::memory_order_relaxed);
+          .store(events_.gpu_clock(), std::memory_order_relaxed);
     release_slot(snap);  // launched: the slot is the producer's again before any workgroup runs
     if (opt_.workers == 0 || job->d.total_wg <= opt_.inline_max_workgroups) {
       for (std::uint64_t i = 0; i < job->d.total_wg && !job->faulted.load(std::memory_order_relaxed); ++i) {
@@ -559,7 +559,7 @@ class aql_processor : public queue_wakeup {
         break;
       }
       if (e.signal != 0 && e.is_dispatch && e.job.d.profiling)
-        std::atomic_ref<std::uint64_t>(host<abi::amd_signal>(e.signal)->end_ts).store(events_.timestamp(), std::memory_order_relaxed);
+        std::atomic_ref<std::uint64_t>(host<abi::amd_signal>(e.signal)->end_ts).store(events_.gpu_clock(), std::memory_order_relaxed);
       // Completion signal with the packet's release scope, then its event.
       if (e.signal != 0) {
         auto* sig = host<abi::amd_signal>(e.signal);

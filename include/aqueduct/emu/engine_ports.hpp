@@ -10,7 +10,7 @@
 //     The emulator maps GPU VAs at the same host address (identity), the default; a device that
 //     does not can override `host_address`.
 //   * `event_notifier`: raises the interrupt of a KFD event (emu::device::signal_event) and gives
-//     the GPU clock the engines write into timestamps.
+//     the host time and the GPU clock counter (gpu_clock) the engines write into timestamps.
 // Thread safety: implementations are called from engine threads concurrently.
 #pragma once
 
@@ -18,6 +18,17 @@
 #include <cstdint>
 
 namespace aqueduct::emu {
+
+// The emulated GPU clock counter: 100 MHz (spec/packets.md §2.2), counting from an epoch of its
+// own — a real GPU's counter starts at its power-on, not with the host's clocks — so a device
+// timestamp used as host time without calibration (runtime/device_clock.hpp) is visibly wrong
+// (about 11.6 days off) on the emulator too.
+inline constexpr std::uint64_t emulated_gpu_clock_hz = 100'000'000;
+inline constexpr std::uint64_t emulated_gpu_clock_epoch_ns = 1'000'000'000'000'000;
+// The counter's value at host steady_clock time `steady_ns`, in ticks of `hz` (which divides 1e9).
+[[nodiscard]] constexpr std::uint64_t emulated_gpu_clock(std::uint64_t steady_ns, std::uint64_t hz = emulated_gpu_clock_hz) noexcept {
+  return (steady_ns + emulated_gpu_clock_epoch_ns) / (1'000'000'000 / hz);
+}
 
 class vm_access {
  public:
@@ -48,6 +59,11 @@ class event_notifier {
   [[nodiscard]] virtual std::uint64_t timestamp() const noexcept {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  }
+  // The GPU clock counter at timestamp(): what profiled completion signals (start_ts, end_ts),
+  // RELEASE_MEM's GPU clock and SDMA TIMESTAMP write, and GET_CLOCK_COUNTERS reports.
+  [[nodiscard]] std::uint64_t gpu_clock(std::uint64_t hz = emulated_gpu_clock_hz) const noexcept {
+    return emulated_gpu_clock(timestamp(), hz);
   }
 };
 

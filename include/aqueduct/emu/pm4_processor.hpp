@@ -598,10 +598,7 @@ class pm4_processor : public queue_wakeup {
     return step::fault;
   }
 
-  [[nodiscard]] std::uint64_t gpu_clock() const noexcept {
-    const std::uint64_t ns = events_.timestamp();
-    return opt_.gpu_clock_hz == 1'000'000'000 ? ns : ns / (1'000'000'000 / opt_.gpu_clock_hz);
-  }
+  [[nodiscard]] std::uint64_t gpu_clock() const noexcept { return events_.gpu_clock(opt_.gpu_clock_hz); }
 
   // ------------------------------------------------------------------ state
   pm4_queue_binding b_;

@@ -564,7 +564,7 @@ inline sdma_engine::outcome sdma_engine::exec(std::span<const std::uint32_t> pkt
       if (a % s::timestamp::addr_alignment) return refuse(engine_fault::misaligned_address, a, "TIMESTAMP address [31:3]");
       if (!check(a, 8, bad)) return refuse(engine_fault::memory_violation, bad, "TIMESTAMP write");
       std::atomic_ref<std::uint64_t>(*static_cast<std::uint64_t*>(vm_.host_address(a)))
-          .store(events_.timestamp(), std::memory_order_release);
+          .store(events_.gpu_clock(), std::memory_order_release);  // the GPU clock counter, as RELEASE_MEM's
       break;
     }
     case s::op::atomic: {

@@ -383,8 +383,13 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
     s.launch_end.assign(o.replay_slots, 0);
     // AQL kernels report start_ts/end_ts in their completion signal only on a queue with
     // profiling enabled. It stays on for the queue's lifetime.
-    for (const queue_binding& q : s.p.segments)
+    for (const queue_binding& q : s.p.segments) {
       if (q.type == queue_type::aql) detail::enable_profiling(*static_cast<runtime::queue*>(q.queue)->aql().descriptor());
+      // The first clock sample of each GPU, if none was taken yet: try_trace_replay translates the
+      // stamps between it and a later one (runtime/device_clock.hpp). Without the ioctl,
+      // try_trace_replay says so.
+      (void)runtime::agent(*q.agent).try_mark_clock();
+    }
   }
   AQUEDUCT_TRY(s.event, first.sys->try_make_event(*first.node));
   for (std::size_t i = 1; i < s.agents.size(); ++i) {  // the event page must reach every GPU that writes a mailbox

@@ -5,10 +5,11 @@
 // Layer: graph. The host span is the launch (try_launch's start and end, steady_clock); each
 // node's device span comes from the device: an AQL kernel's completion signal start_ts/end_ts
 // (the packet processor writes them on a queue with profiling enabled, which instantiate turns on),
-// PM4 RELEASE_MEM timestamps (GPU clock counter ticks, 100 MHz as tinygrad assumes: spec
-// packets.md) and SDMA TIMESTAMP packets around the node. On the emulated device every clock is
-// the host's steady_clock, so host and device spans line up; on a real GPU the device clocks are
-// not calibrated against the host's (docs/graph.md).
+// PM4 RELEASE_MEM timestamps and SDMA TIMESTAMP packets around the node. All of them count the
+// GPU's clock counter; each is translated to the host's steady_clock through its agent's
+// calibration (runtime/device_clock.hpp: the first sample taken at instantiation, a later one
+// whenever a stamp is past the latest), so device spans line up with the host's on a real GPU as
+// on the emulated one (whose counter has an epoch of its own: docs/emulator.md "Clocks").
 // Thread safety: as the exec_graph's const members (the launching thread).
 #pragma once
 
@@ -16,6 +17,7 @@
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/graph/exec_graph.hpp>
 #include <aqueduct/graph/trace.hpp>
+#include <aqueduct/runtime/agent.hpp>
 #include <aqueduct/sync/atomics.hpp>
 
 #include <cstdint>
@@ -50,13 +52,11 @@ namespace aqueduct::graph {
       e = sync::atomic_load(const_cast<std::uint64_t&>(p[1]), std::memory_order_acquire);
     }
     if (!b || !e) continue;
-    // Clocks: AQL start_ts/end_ts and SDMA TIMESTAMP in ns, PM4 RELEASE_MEM timestamps in ticks
-    // of the 100 MHz GPU clock counter (spec/packets.md §2.2) — as the emulated device writes them.
-    // On a real GPU these are device clocks not calibrated against the host's (docs/graph.md).
-    if (x.queue.type == queue_type::pm4) {
-      b *= 10;
-      e *= 10;
-    }
+    // GPU clock counter ticks to host ns, the end first (ROCr's order: a new sample taken for the
+    // end serves the start too).
+    const runtime::agent gpu(*x.queue.agent);
+    AQUEDUCT_TRY(e, gpu.try_device_to_host_ns(e));
+    AQUEDUCT_TRY(b, gpu.try_device_to_host_ns(b));
     trace::span sp;
     sp.name = x.kind == node_kind::kernel ? x.kernel.name : detail::kind_name(x);
     if (!x.label.empty()) sp.name += " \"" + x.label + "\"";

@@ -207,6 +207,9 @@ class queue_op {
   ticket_awaiter<K> lower_traced(context& c, std::source_location loc) {
     Derived& self = static_cast<Derived&>(*this);
     auto& q = self.queue();
+    // The GPU's first clock sample (once per agent): its stamps are translated between it and a
+    // later one (runtime/device_clock.hpp). A device without the ioctl leaves spans on host time.
+    (void)runtime::agent(q.agent_state()).try_mark_clock();
     if constexpr (std::same_as<K, runtime::aql_t>) enable_profiling(*q.aql().descriptor());
     runtime::buffer<std::uint64_t> stamps;
     if constexpr (!std::same_as<K, runtime::aql_t>)
@@ -231,7 +234,7 @@ class queue_op {
     auto op = std::make_unique<traced_op>(
         traced_submit(*c.tr, self.describe() + " at " + where(loc), self.category(), t0, t1, b.gpu_id, b.queue_id, queue_name(b)));
     op->stamps = std::move(stamps);
-    op->ns_per_tick = std::same_as<K, runtime::pm4_t> ? 10 : 1;  // PM4: 100 MHz GPU clock counter ticks
+    op->agent = &q.agent_state();  // its stamps count this GPU's clock (marked above)
     a.trace_into(std::move(op));
     return a;
   }

@@ -7,10 +7,9 @@
 // A flow arrow joins the host call that submitted work (a launch, an eager co_await) to each of
 // its device spans. Device spans of a replay come from the device: an AQL kernel's completion
 // signal start_ts/end_ts (written by the packet processor), PM4 RELEASE_MEM timestamps and SDMA
-// TIMESTAMP packets around the node (exec_graph with instantiate_options::trace). On the emulated
-// device those clocks are the host's steady_clock in ns, so host and device spans line up; on a
-// real GPU the device clock would need the KFD clock-counter calibration, which is not done (the
-// device spans are then only comparable with each other) — see docs/graph.md.
+// TIMESTAMP packets around the node (exec_graph with instantiate_options::trace), all GPU clock
+// counter ticks translated to the host's steady_clock by the agent's calibration
+// (runtime/device_clock.hpp), so host and device spans line up — see docs/graph.md.
 // Thread safety: one thread adds events; to_json any time after.
 #pragma once
 

@@ -58,6 +58,19 @@ class agent {
   [[nodiscard]] arch::family family() const noexcept { return s_->fam; }
   [[nodiscard]] const std::string& target_name() const noexcept { return s_->target_name; }
   [[nodiscard]] std::uint32_t compute_units() const noexcept { return s_->node->compute_units(); }
+
+  // ---- clock (runtime/device_clock.hpp) ----------------------------------------------------------
+  // One reading of this GPU's clock counter with the host's steady_clock (GET_CLOCK_COUNTERS).
+  [[nodiscard]] result<clock_sample> try_sample_clock() const { return detail::try_sample_clock(s_->sys->driver.ref(), gpu_id()); }
+  // The first calibration sample, if none was taken yet (a trace takes it when it starts, so its
+  // stamps are translated between two samples well apart).
+  [[nodiscard]] result<void> try_mark_clock() const { return detail::try_mark_clock(s_->clock, s_->sys->driver.ref(), gpu_id()); }
+  // A GPU timestamp (clock counter ticks: AQL start_ts/end_ts, PM4 RELEASE_MEM, SDMA TIMESTAMP) in
+  // host steady_clock ns. Translate a span's end before its start (a stamp past the latest
+  // sample takes a new one, as ROCr's TranslateTime: the end first keeps one rate for both).
+  [[nodiscard]] result<std::uint64_t> try_device_to_host_ns(std::uint64_t ticks) const {
+    return detail::try_device_to_host_ns(s_->clock, s_->sys->driver.ref(), gpu_id(), ticks);
+  }
   [[nodiscard]] std::uint32_t wave_size() const noexcept {
     return static_cast<std::uint32_t>(s_->node->properties.wave_front_size);
   }

@@ -225,7 +225,7 @@ struct device_state {
           const auto ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                          std::chrono::steady_clock::now().time_since_epoch())
                                                          .count());
-          a.gpu_clock_counter = find_pdd(a.gpu_id) ? ns / 10 : 0;  // a 100 MHz GPU counter; 0 if unknown
+          a.gpu_clock_counter = find_pdd(a.gpu_id) ? emulated_gpu_clock(ns) : 0;  // the engines' counter; 0 if unknown
           a.cpu_clock_counter = ns;
           a.system_clock_counter = ns;
           a.system_clock_freq = 1000000000;

@@ -7,21 +7,23 @@
 //     The first traced operation on an AQL queue turns profiling on for the queue
 //     (amd_queue_t.queue_properties, as a traced instantiate does); it stays on.
 //   - a PM4 or SDMA operation: two timestamps the queue writes around it (PM4 RELEASE_MEM of the
-//     GPU clock counter, 100 MHz ticks as spec/packets.md §2.2 has it; SDMA TIMESTAMP in ns), in
+//     GPU clock counter, SDMA TIMESTAMP), in
 //     a 16-byte buffer of host memory allocated for the operation — as a traced replay brackets
 //     its PM4 and SDMA nodes (graph/exec_trace.hpp). The start stamp is taken when the work
 //     before it on the queue is done.
 //   - an AQL barrier (or an operation whose stamp buffer or stamp could not be had) carries no
 //     timestamps: its span is what the host saw, from the end of the submit to the moment the
 //     reactor saw the completion — an upper bound of the device time, marked "clock":"host".
-// Times are steady_clock nanoseconds (sync::clock), the clock the emulated device stamps with;
-// on a real GPU the device's stamps are not calibrated against it (docs/graph.md).
+// Device stamps count the GPU's clock counter; they become steady_clock nanoseconds (sync::clock,
+// the host spans' clock) through the agent's calibration (runtime/device_clock.hpp), which the
+// first traced operation on a GPU starts.
 // Thread safety: the run's reactor thread.
 #pragma once
 
 #include <aqueduct/abi/amd_queue.hpp>
 #include <aqueduct/abi/amd_signal.hpp>
 #include <aqueduct/graph/trace.hpp>
+#include <aqueduct/runtime/agent.hpp>
 #include <aqueduct/runtime/memory.hpp>
 #include <aqueduct/sync/atomics.hpp>
 #include <aqueduct/sync/wait.hpp>
@@ -54,14 +56,14 @@ struct traced_op {
   std::string name;                // "dispatch of kernel 'k' at file.cpp:42"
   const char* category = "";
   std::uint32_t pid = 0, tid = 0;  // gpu_id, queue id + 1 (as replays: graph/exec_trace.hpp)
-  // PM4 / SDMA: the two stamps the queue writes around the operation, and their unit in ns.
+  // PM4 / SDMA: the two stamps the queue writes around the operation (GPU clock counter ticks).
   runtime::buffer<std::uint64_t> stamps;
-  std::uint64_t ns_per_tick = 1;
-  // [begin, end] in ns from `stamps`, if both were written.
+  runtime::detail::agent_state* agent = nullptr;  // whose clock the stamps count
+  // [begin, end] in ticks from `stamps`, if both were written.
   [[nodiscard]] bool stamped(std::uint64_t& begin, std::uint64_t& end) const noexcept {
     if (!stamps) return false;
-    begin = sync::atomic_load(const_cast<std::uint64_t&>(stamps.data()[0]), std::memory_order_acquire) * ns_per_tick;
-    end = sync::atomic_load(const_cast<std::uint64_t&>(stamps.data()[1]), std::memory_order_acquire) * ns_per_tick;
+    begin = sync::atomic_load(const_cast<std::uint64_t&>(stamps.data()[0]), std::memory_order_acquire);
+    end = sync::atomic_load(const_cast<std::uint64_t&>(stamps.data()[1]), std::memory_order_acquire);
     return begin != 0 && end != 0;
   }
 };
@@ -84,18 +86,28 @@ struct traced_op {
   return op;
 }
 
-// Its execution: [begin, end] from the device's stamps (`device_clock`), else from the host's
-// view (submitted → now). `failed`: the queue stopped on it.
+// Its execution: [begin, end] from the device's stamps (`device_clock`: GPU clock counter ticks,
+// translated through op.agent's calibration, the end first), else from the host's view
+// (submitted → now). `failed`: the queue stopped on it.
 inline void traced_finish(traced_op& op, std::uint64_t begin, std::uint64_t end, bool device_clock, bool failed) {
   trace::span s;
   s.name = op.name;
   s.category = op.category;
   s.pid = op.pid;
   s.tid = op.tid;
-  if (device_clock && begin != 0 && end >= begin) {
-    s.start_ns = begin;
-    s.end_ns = end;
+  if (device_clock && begin != 0 && end >= begin && op.agent != nullptr) {
+    const runtime::agent gpu(*op.agent);
+    device_clock = false;
+    if (auto e = gpu.try_device_to_host_ns(end))
+      if (auto b = gpu.try_device_to_host_ns(begin)) {
+        s.start_ns = *b;
+        s.end_ns = *e;
+        device_clock = true;
+      }
   } else {
+    device_clock = false;
+  }
+  if (!device_clock) {
     s.start_ns = op.submitted_ns;
     s.end_ns = trace_now_ns();
     device_clock = false;

@@ -18,6 +18,7 @@
 #include <aqueduct/kfd/memory.hpp>
 #include <aqueduct/kfd/queue_resources.hpp>
 #include <aqueduct/runtime/any_device.hpp>
+#include <aqueduct/runtime/device_clock.hpp>
 #include <aqueduct/sync/signal.hpp>
 #include <aqueduct/sync/signal_pool.hpp>
 #include <aqueduct/sync/wait.hpp>
@@ -84,6 +85,8 @@ struct agent_state {
   // The shader copy's kernels (runtime/shader_copy.hpp: a runtime::shader_kernels), loaded on first
   // use; its executable does not keep the system alive, so this is no cycle.
   std::shared_ptr<const void> shader_code;
+  // The GPU clock counter's calibration against the host (runtime/device_clock.hpp; its own mutex).
+  clock_state clock;
 };
 
 // Shared by the system and everything made from it (agents, queues, buffers, executables,
