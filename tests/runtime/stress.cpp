@@ -176,6 +176,10 @@ TEST_CASE("stress: producers, waiters and destroyers together on one agent") {
           std::lock_guard lock(box.mu);
           box.items.emplace_back(p % 2, *t);
         }
+        // The destroyer is started last: on a fast run every dispatch can be in before it makes
+        // its first round (CI, stop 23: churned == 0). Producing ends only once it has churned, so
+        // the churn overlaps the producers' and waiters' work on every run.
+        while (churned == 0 && !fail.stop) std::this_thread::yield();
       });
     for (int w = 0; w < 2; ++w)
       ts.emplace_back([&] {
