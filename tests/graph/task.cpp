@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
@@ -256,4 +257,44 @@ TEST_CASE("the recycling frame allocator: no heap allocation per task call in st
     delete sink;
   }
   CHECK(aq_test::allocations.load() == 1);
+}
+
+// graph/detail/block_cache.hpp: node arrays of 64 KiB and more are kept per thread when freed
+// and handed out again (what keeps repeated captures from faulting fresh pages in); smaller ones
+// go to the heap; what a thread keeps is bounded.
+TEST_CASE("the node arrays' recycling allocator: large blocks come back, what is kept is bounded" *
+          doctest::skip(AQUEDUCT_ASAN != 0)) {  // ASan: nothing is kept (use-after-free stays detectable)
+  using cache = g::detail::block_cache;
+  g::detail::recycling_allocator<std::uint64_t> a;
+  const std::size_t big = 100'000 / sizeof(std::uint64_t);  // 100,000 bytes: the 128 KiB class
+  std::uint64_t* p = a.allocate(big);
+  p[big - 1] = 7;
+  const std::size_t held = g::detail::blocks.held;
+  a.deallocate(p, big);
+  CHECK(g::detail::blocks.held == held + (std::size_t{128} << 10));
+  std::uint64_t* q = a.allocate(big - 1);  // the same class: the same block
+  CHECK(q == p);
+  CHECK(g::detail::blocks.held == held);
+  CHECK(reinterpret_cast<std::uintptr_t>(q) % 64 == 0);
+  a.deallocate(q, big - 1);
+  // Small blocks are not kept.
+  std::uint64_t* s = a.allocate(16);
+  a.deallocate(s, 16);
+  CHECK(g::detail::blocks.held == held + (std::size_t{128} << 10));
+  // Free far more than kept_bytes, in blocks of every class: the lists stay within the bound.
+  std::vector<std::pair<std::uint64_t*, std::size_t>> many;
+  for (int round = 0; round < 2; ++round)
+    for (std::size_t c = 0; c < cache::classes; ++c) {
+      const std::size_t n = cache::class_bytes(c) / sizeof(std::uint64_t);
+      many.emplace_back(a.allocate(n), n);
+    }
+  for (auto [ptr, n] : many) a.deallocate(ptr, n);
+  CHECK(g::detail::blocks.held <= cache::kept_bytes);
+  CHECK(g::detail::blocks.held >= cache::kept_bytes / 2);  // it did keep what fit
+  // Past the largest class: the heap (not kept).
+  const std::size_t held_now = g::detail::blocks.held;
+  const std::size_t huge = (cache::class_bytes(cache::classes - 1) + 1) / sizeof(std::uint64_t) + 1;
+  std::uint64_t* h = a.allocate(huge);
+  a.deallocate(h, huge);
+  CHECK(g::detail::blocks.held == held_now);
 }

@@ -21,6 +21,18 @@ inline std::atomic<std::size_t> allocations{0};
 [[nodiscard]] inline bool counts_now() noexcept {
   return counting || counting_everywhere.load(std::memory_order_relaxed);
 }
+// >= 0: that many more counted allocations succeed, the next one fails (operator new throws
+// std::bad_alloc, the nothrow forms return null) and the countdown disarms (-1).
+inline std::atomic<long> fail_after{-1};
+// Counts one allocation; true: it is the one to fail.
+[[nodiscard]] inline bool count_and_fail() noexcept {
+  if (!counts_now()) return false;
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  long left = fail_after.load(std::memory_order_relaxed);
+  while (left >= 0)
+    if (fail_after.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) return left == 0;
+  return false;
+}
 // Counts this thread's allocations while alive.
 struct counting_allocations {
   counting_allocations() noexcept { counting = true; }
@@ -43,19 +55,19 @@ struct counting_all_threads {
 #  pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 void* operator new(std::size_t n) {
-  if (aq_test::counts_now()) aq_test::allocations.fetch_add(1, std::memory_order_relaxed);
+  if (aq_test::count_and_fail()) throw std::bad_alloc();
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
 void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  if (aq_test::counts_now()) aq_test::allocations.fetch_add(1, std::memory_order_relaxed);
+  if (aq_test::count_and_fail()) return nullptr;
   return std::malloc(n ? n : 1);
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 // Over-aligned types (alignas(64) descriptors and packets) come here.
 void* operator new(std::size_t n, std::align_val_t al, const std::nothrow_t&) noexcept {
-  if (aq_test::counts_now()) aq_test::allocations.fetch_add(1, std::memory_order_relaxed);
+  if (aq_test::count_and_fail()) return nullptr;
   const auto a = static_cast<std::size_t>(al);
   return std::aligned_alloc(a, n == 0 ? a : (n + a - 1) / a * a);  // a multiple of the alignment
 }

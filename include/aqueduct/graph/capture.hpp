@@ -49,6 +49,8 @@ class strand final : public capture_strand {
         if (std::find(frontier_.begin(), frontier_.end(), d) == frontier_.end()) frontier_.push_back(d);
   }
   std::uint32_t record(node&& n) override;
+  appended append() override;
+  void abandon() noexcept override;
   [[nodiscard]] const std::vector<std::uint32_t>& frontier() const noexcept { return frontier_; }
 
  private:
@@ -70,10 +72,26 @@ class recorder {
 
 inline capture_strand* strand::fork(std::size_t) { return &rec_->make_strand(frontier_); }
 inline std::uint32_t strand::record(node&& n) {
-  n.deps = frontier_;
-  const node_id id = rec_->graph().add(std::move(n));
-  frontier_.assign(1, id.value);
-  return id.value;
+  const appended a = append();
+  std::vector<std::uint32_t> deps = std::move(a.n.deps);
+  a.n = std::move(n);
+  a.n.deps = std::move(deps);
+  return a.id;
+}
+inline strand::appended strand::append() {
+  task_graph& g = rec_->graph();
+  const std::uint32_t id = static_cast<std::uint32_t>(g.size());
+  std::vector<std::uint32_t> next{id};  // what may throw first: nothing changed yet
+  node& n = g.emplace();
+  // The frontier's storage becomes the node's deps (no copy); the new frontier is the node.
+  n.deps = std::move(frontier_);
+  frontier_ = std::move(next);
+  return {n, id};
+}
+inline void strand::abandon() noexcept {
+  task_graph& g = rec_->graph();
+  frontier_ = std::move(g.back().deps);
+  g.pop_back();
 }
 
 // The strand of a capturing context (there is one implementation).

@@ -40,6 +40,15 @@ class capture_strand {
   // Appends a node after the strand's frontier (its program-order predecessors); it becomes the
   // frontier. Returns its index in the graph.
   virtual std::uint32_t record(node&& n) = 0;
+  // The same, built in place: appends a default node after the frontier (its deps set, now the
+  // frontier) for the caller to fill before anything else is recorded — no node is moved.
+  struct appended {
+    node& n;
+    std::uint32_t id;
+  };
+  virtual appended append() = 0;
+  // Undoes the last append (filling it threw): the node removed, the frontier what it was.
+  virtual void abandon() noexcept = 0;
 
  protected:
   ~capture_strand() = default;

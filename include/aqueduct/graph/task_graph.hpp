@@ -15,6 +15,7 @@
 
 #include <aqueduct/abi/amd_signal.hpp>
 #include <aqueduct/core/units.hpp>
+#include <aqueduct/graph/detail/block_cache.hpp>
 #include <aqueduct/runtime/kernel.hpp>
 #include <aqueduct/runtime/memory.hpp>
 #include <aqueduct/runtime/queue_kind.hpp>
@@ -167,6 +168,9 @@ struct node {
   [[nodiscard]] std::string location() const;
 };
 
+// A graph's nodes (their large arrays recycled per thread: graph/detail/block_cache.hpp).
+using node_vector = std::vector<node, detail::recycling_allocator<node>>;
+
 class task_graph {
  public:
   task_graph() = default;
@@ -175,17 +179,22 @@ class task_graph {
   [[nodiscard]] bool empty() const noexcept { return nodes_.empty(); }
   [[nodiscard]] const node& operator[](node_id id) const noexcept { return nodes_[id.value]; }
   [[nodiscard]] node& operator[](node_id id) noexcept { return nodes_[id.value]; }
-  [[nodiscard]] const std::vector<node>& nodes() const noexcept { return nodes_; }
+  [[nodiscard]] const node_vector& nodes() const noexcept { return nodes_; }
   // The first node with this label (none: an empty id).
   [[nodiscard]] node_id find(std::string_view label) const noexcept {
     for (std::size_t i = 0; i < nodes_.size(); ++i)
       if (nodes_[i].label == label) return node_id{static_cast<std::uint32_t>(i)};
     return {};
   }
-  node_id add(node n) {
+  node_id add(node&& n) {
     nodes_.push_back(std::move(n));
     return node_id{static_cast<std::uint32_t>(nodes_.size() - 1)};
   }
+  node_id add(const node& n) { return add(node(n)); }
+  // A default node appended in place (capture fills it: graph/capture.hpp), and its removal.
+  node& emplace() { return nodes_.emplace_back(); }
+  [[nodiscard]] node& back() noexcept { return nodes_.back(); }
+  void pop_back() noexcept { nodes_.pop_back(); }
 
   // A named buffer: every pointer argument and copy address inside [va, va + bytes) refers to it,
   // and exec_graph::bind(name, other) moves those references to `other` (checked: size, agent).
@@ -210,7 +219,7 @@ class task_graph {
   [[nodiscard]] std::string to_dot() const;
 
  private:
-  std::vector<node> nodes_;
+  node_vector nodes_;
   std::vector<binding> bindings_;
 };
 

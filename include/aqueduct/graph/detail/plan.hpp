@@ -74,7 +74,7 @@ struct node_scope {
 };
 
 struct plan {
-  std::vector<node> nodes;                // flattened (child graphs inlined), topological order
+  node_vector nodes;                // flattened (child graphs inlined), topological order
   std::vector<node_scope> scopes;         // 0: the top-level graph; then each child graph and body
   std::vector<planned_node> placed;       // parallel to nodes
   std::vector<queue_binding> segments;    // one per queue used
@@ -95,7 +95,7 @@ struct flat_origin {
 // Appends `g`'s nodes to `out`, remapping edges; `roots_deps` are what the graph's roots wait
 // for. Returns the flat indices of g's leaves (nodes no other node of g depends on).
 inline std::vector<std::uint32_t> flatten_into(const task_graph& g, const std::vector<std::uint32_t>& roots_deps,
-                                                std::vector<node>& out, std::vector<node_scope>& scopes, std::uint32_t scope, int depth,
+                                                node_vector& out, std::vector<node_scope>& scopes, std::uint32_t scope, int depth,
                                                 std::vector<flat_origin>& origin, flat_origin here = {}) {
   const auto open_scope = [&](std::uint32_t node, std::uint32_t branch) {
     const auto inner = static_cast<std::uint32_t>(scopes.size());
@@ -154,7 +154,7 @@ inline std::vector<std::uint32_t> flatten_into(const task_graph& g, const std::v
 
 // The real waits of node `n`: signal-wait nodes are replaced by their signal and their own deps,
 // memory nodes by their deps.
-inline void resolve_deps(const std::vector<node>& nodes, std::uint32_t n, std::vector<std::uint32_t>& real,
+inline void resolve_deps(const node_vector& nodes, std::uint32_t n, std::vector<std::uint32_t>& real,
                          std::vector<external_wait>& ext) {
   for (std::uint32_t d : nodes[n].deps) {
     if (runs_nowhere(nodes[d].kind)) {

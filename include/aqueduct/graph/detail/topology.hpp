@@ -47,7 +47,7 @@ namespace aqueduct::graph::detail {
 // Aligns `olds` with `news` (flat nodes of the old and new plans, in program order): old_of_new[j]
 // for each aligned pair. A common prefix and suffix first; the rest by a longest common
 // subsequence when it is small enough (a quadratic table), else left unmatched (new).
-inline void align(const std::vector<node>& on, const std::vector<std::uint32_t>& olds, const std::vector<node>& nn,
+inline void align(const node_vector& on, const std::vector<std::uint32_t>& olds, const node_vector& nn,
                   const std::vector<std::uint32_t>& news, std::vector<std::uint32_t>& old_of_new) {
   const auto eq = [&](std::size_t i, std::size_t j) { return same_node(on[olds[i]], nn[news[j]]); };
   std::size_t lo = 0, hi_o = olds.size(), hi_n = news.size();

@@ -1,0 +1,107 @@
+// aqueduct/graph/detail/block_cache.hpp — the allocator of a graph's node arrays: large blocks
+// kept per thread when freed and handed out again, so that capturing, copying and instantiating
+// graphs over and over does not fault fresh pages in each time (not API).
+//
+// Layer: graph (not API). Why: a node is 704 bytes, so a 1,000-node graph's array is ~720 KB
+// and the vector that grows to it passes through 90, 180 and 360 KB blocks. glibc serves blocks
+// that large from fresh pages (mmap, or the top of the heap, which free() trims back to the
+// kernel), so each capture of bench_graph's 1,000-node chain took ~450 page faults: 650 ns per
+// node instead of 153 (measured in session 14, docs/benchmarks.md). Blocks from 64 KiB up are
+// therefore rounded up to a power of two and kept, when freed, on a per-thread list of their size
+// (at most `kept_bytes` per thread: a larger block, or one past that, goes back to the heap).
+// Smaller blocks go to the heap, whose bins reuse them without faults. A block freed on another
+// thread joins that thread's lists (every block comes from ::operator new with 64-byte
+// alignment). A thread's lists are returned to the heap when it ends. Under AddressSanitizer
+// (AQUEDUCT_ASAN) nothing is kept, so a use after free is still reported.
+// Thread safety: allocate/deallocate from any thread (the lists are thread-local).
+#pragma once
+
+#include <aqueduct/config.hpp>
+
+#include <bit>
+#include <cstddef>
+#include <new>
+
+namespace aqueduct::graph::detail {
+
+struct block_cache {
+  static constexpr std::size_t min_bytes = std::size_t{64} << 10;   // smaller: the heap
+  static constexpr std::size_t classes = 10;                        // 64 KiB .. 32 MiB
+  static constexpr std::size_t kept_bytes = std::size_t{32} << 20;  // per thread
+  static constexpr std::align_val_t align{64};
+
+  struct free_block {
+    free_block* next;
+  };
+  free_block* heads[classes] = {};
+  std::size_t held = 0;  // bytes on the lists
+
+  block_cache() = default;
+  block_cache(const block_cache&) = delete;
+  block_cache& operator=(const block_cache&) = delete;
+  ~block_cache() {
+    for (std::size_t c = 0; c < classes; ++c)
+      while (free_block* b = heads[c]) {
+        heads[c] = b->next;
+        ::operator delete(static_cast<void*>(b), class_bytes(c), align);
+      }
+  }
+
+  // The class of a block of `bytes` (>= min_bytes); >= classes: not kept.
+  [[nodiscard]] static constexpr std::size_t class_of(std::size_t bytes) noexcept {
+    return static_cast<std::size_t>(std::bit_width((bytes - 1) / min_bytes));
+  }
+  [[nodiscard]] static constexpr std::size_t class_bytes(std::size_t c) noexcept { return min_bytes << c; }
+};
+inline thread_local block_cache blocks;
+
+// std::allocator's interface; blocks of at least block_cache::min_bytes recycled as above.
+template <class T>
+struct recycling_allocator {
+  static_assert(alignof(T) <= 64, "recycling_allocator: blocks are 64-byte aligned");
+  using value_type = T;
+  recycling_allocator() = default;
+  template <class U>
+  recycling_allocator(const recycling_allocator<U>&) noexcept {}
+
+  [[nodiscard]] T* allocate(std::size_t n) {
+    if (n > std::size_t(-1) / sizeof(T)) throw std::bad_array_new_length();
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes < block_cache::min_bytes) return static_cast<T*>(::operator new(bytes, block_cache::align));
+    const std::size_t c = block_cache::class_of(bytes);
+    if (c >= block_cache::classes) return static_cast<T*>(::operator new(bytes, block_cache::align));
+#if !AQUEDUCT_ASAN
+    block_cache& bc = blocks;
+    if (block_cache::free_block* b = bc.heads[c]) {
+      bc.heads[c] = b->next;
+      bc.held -= block_cache::class_bytes(c);
+      b->~free_block();
+      return static_cast<T*>(static_cast<void*>(b));
+    }
+#endif
+    return static_cast<T*>(::operator new(block_cache::class_bytes(c), block_cache::align));
+  }
+
+  void deallocate(T* p, std::size_t n) noexcept {
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes < block_cache::min_bytes) return ::operator delete(p, bytes, block_cache::align);
+    const std::size_t c = block_cache::class_of(bytes);
+    if (c >= block_cache::classes) return ::operator delete(p, bytes, block_cache::align);
+#if !AQUEDUCT_ASAN
+    block_cache& bc = blocks;
+    if (bc.held + block_cache::class_bytes(c) <= block_cache::kept_bytes) {
+      bc.heads[c] = ::new (static_cast<void*>(p)) block_cache::free_block{bc.heads[c]};
+      bc.held += block_cache::class_bytes(c);
+      return;
+    }
+#endif
+    ::operator delete(p, block_cache::class_bytes(c), block_cache::align);
+  }
+
+  template <class U>
+  friend bool operator==(const recycling_allocator&, const recycling_allocator<U>&) noexcept {
+    return true;
+  }
+};
+
+}  // namespace aqueduct::graph::detail
