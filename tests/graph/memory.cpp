@@ -210,6 +210,88 @@ TEST_CASE("graph memory: two replays in flight do not corrupt each other") {
   CHECK(bad2 == 0);
 }
 
+// A child graph that allocates, used twice: each use gets memory of its own (graph/detail/pool.hpp,
+// separate_child_uses) — shared with the other use only where their lifetimes do not overlap —
+// and an update of a use's node that gives the placeholder capture handed out means that use's
+// memory. Pool sizes by hand: 300 u32 = 1,200 bytes, the second range at the next 256-byte
+// boundary (1,280).
+TEST_CASE("graph memory: a child graph that allocates, used twice, gives each use its own memory") {
+  rig r;
+  constexpr std::uint32_t n = 300;
+  auto x = r.host_buffer(n), out = r.host_buffer(n), out1 = r.host_buffer(n);
+  for (std::uint32_t i = 0; i < n; ++i) x[i] = i * 2654435761u + 7;
+  rt::device_ptr<std::uint32_t> t_ptr{};
+  g::node_id k1{}, k2{};
+  // t = a*x + b (AQL); out = t + c (PM4); t freed at the child's end or living to the graph's.
+  auto child_prog = [&](bool free_it) -> g::task<void> {
+    auto t = co_await g::alloc<std::uint32_t>(r.gpu, n).label("t");
+    t_ptr = t;
+    k1 = co_await g::on(r.aql).dispatch(r.axpb_k, rt::grid{n}, rt::block{64}, t, x, 3u, 4u, n);
+    k2 = co_await g::on(r.pm4).dispatch(r.add_k, rt::grid{n}, rt::block{64}, out, t, 5u, n);
+    if (free_it) co_await g::free(t);
+  };
+  const auto wrong = [&](const rt::buffer<std::uint32_t>& o, std::uint32_t a, std::uint32_t b, std::uint32_t c) {
+    std::uint32_t bad = 0;
+    for (std::uint32_t i = 0; i < n; ++i) bad += o[i] != a * x[i] + b + c;
+    return bad;
+  };
+  SUBCASE("one after the other, freed: the uses share the range; at once: each has its own") {
+    const g::task_graph child = g::capture(child_prog(true));
+    auto seq = [&]() -> g::task<void> {
+      co_await g::child(child);
+      co_await g::child(child);
+    };
+    auto use = [&]() -> g::task<void> { co_await g::child(child); };
+    auto both = [&]() -> g::task<void> { co_await g::when_all(use(), use()); };
+    auto e1 = g::instantiate(g::capture(seq()));
+    CHECK(e1.memory_pool_bytes() == 1200);
+    e1.wait(e1.launch());
+    CHECK(wrong(out, 3, 4, 5) == 0);
+    auto e2 = g::instantiate(g::capture(both()));
+    CHECK(e2.memory_pool_bytes() == 1280 + 1200);
+    std::fill_n(out.data(), n, 0u);
+    e2.wait(e2.launch());
+    CHECK(wrong(out, 3, 4, 5) == 0);
+  }
+  SUBCASE("living to the graph's end: an update of the second use's node through the captured placeholder reaches its memory") {
+    const g::task_graph child = g::capture(child_prog(false));
+    g::node_id u1{}, u2{};
+    auto seq = [&]() -> g::task<void> {
+      u1 = co_await g::child(child);
+      u2 = co_await g::child(child);
+    };
+    auto e = g::instantiate(g::capture(seq()));
+    CHECK(e.memory_pool_bytes() == 1280 + 1200);  // both live to the end: disjoint
+    e.wait(e.launch());
+    CHECK(wrong(out, 3, 4, 5) == 0);  // the second use's, run last
+    const auto a1 = e.try_inner(u1, 0, k2), b1 = e.try_inner(u2, 0, k1);
+    REQUIRE(a1);
+    REQUIRE(b1);
+    // The first use's result into out1; the second use's first kernel given new constants through
+    // t_ptr. Were t_ptr the first use's memory there, the second use's own t would keep the last
+    // launch's values (3x + 4) and out would be stale.
+    REQUIRE(e.try_set_args(*a1, out1, t_ptr, 9u, n));
+    REQUIRE(e.try_set_args(*b1, t_ptr, x, 6u, 7u, n));
+    e.wait(e.launch());
+    CHECK(wrong(out1, 3, 4, 9) == 0);
+    CHECK(wrong(out, 6, 7, 5) == 0);
+  }
+  SUBCASE("a node outside both uses that holds the child's placeholder is refused, named") {
+    const g::task_graph child = g::capture(child_prog(false));
+    auto prog = [&]() -> g::task<void> {
+      co_await g::child(child);
+      co_await g::child(child);
+      co_await g::on(r.aql).dispatch(r.store_k, rt::grid{1}, rt::block{1}, t_ptr, 0u, 1u).label("outsider");
+    };
+    auto e = g::try_instantiate(g::capture(prog()));
+    REQUIRE_FALSE(e);
+    CHECK(e.get_failure() == aq::errc::invalid_argument);
+    const std::string d(e.get_failure().detail());
+    CHECK_MESSAGE(contains(d, "outsider"), d);
+    CHECK_MESSAGE(contains(d, "more than once"), d);
+  }
+}
+
 TEST_CASE("graph memory: uses outside the lifetime, other graphs' placeholders and too large a pool are refused, named") {
   rig r;
   auto out = r.host_buffer(4);

@@ -358,8 +358,9 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
     std::vector<runtime::detail::agent_state*> gpus;
     for (const detail::agent_memory& a : s.agents) gpus.push_back(a.agent);
     AQUEDUCT_TRY_VOID(detail::allocate_pools(s.p, s.mem, gpus));
-    for (node& x : s.p.nodes) {
-      if (!detail::translate(s.mem, x)) return failure(errc::invalid_argument, x.describe() + ": uses a graph allocation of another graph");
+    for (std::uint32_t f = 0; f < s.p.nodes.size(); ++f) {
+      node& x = s.p.nodes[f];
+      if (!detail::translate(s.mem, x, f)) return failure(errc::invalid_argument, x.describe() + ": uses a graph allocation of another graph");
       s.args_before.reserve(x.args.size());
     }
   }

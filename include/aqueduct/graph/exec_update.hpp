@@ -93,7 +93,7 @@ result<void> exec_graph::try_set_args(node_id n, const A&... args) {
     std::vector<std::byte>& before = s_->args_before;  // sized at instantiation: no allocation here
     before.assign(x.args.begin(), x.args.end());
     runtime::detail::put_kernargs(x.args.data(), args...);
-    if (!detail::translate(s_->mem, x)) {
+    if (!detail::translate(s_->mem, x, f)) {
       std::copy(before.begin(), before.end(), x.args.begin());
       return failure(errc::invalid_argument, x.describe() + ": the new arguments hold a graph allocation of another graph");
     }
@@ -128,7 +128,7 @@ inline result<void> exec_graph::try_set_copy(node_id n, gpu_va dst, gpu_va src, 
   moved.dst = dst;
   moved.src = src;
   moved.bytes = bytes;
-  if (!detail::translate(s_->mem, moved))
+  if (!detail::translate(s_->mem, moved, f))
     return failure(errc::invalid_argument, x.describe() + ": the new addresses hold a graph allocation of another graph");
   if (auto r = runtime::try_check_disjoint(moved.dst, moved.src, bytes); !r)  // every queue: not memmove
     return failure(r.get_failure().code(), x.describe() + ": " + std::string(r.detail()));
@@ -151,7 +151,7 @@ inline result<void> exec_graph::try_set_fill(node_id n, gpu_va dst, std::uint32_
   moved.queue = x.queue;
   moved.dst = dst;
   moved.bytes = bytes;
-  if (!detail::translate(s_->mem, moved))
+  if (!detail::translate(s_->mem, moved, f))
     return failure(errc::invalid_argument, x.describe() + ": the new address is a graph allocation of another graph");
   if (detail::is_shader_op(moved))
     if (auto r = detail::check_shader_op(moved); !r) return failure(r.get_failure().code(), x.describe() + ": " + std::string(r.detail()));

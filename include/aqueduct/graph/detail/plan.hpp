@@ -74,7 +74,7 @@ struct node_scope {
 };
 
 struct plan {
-  node_vector nodes;                // flattened (child graphs inlined), topological order
+  node_vector nodes;                      // flattened (child graphs inlined), topological order
   std::vector<node_scope> scopes;         // 0: the top-level graph; then each child graph and body
   std::vector<planned_node> placed;       // parallel to nodes
   std::vector<queue_binding> segments;    // one per queue used

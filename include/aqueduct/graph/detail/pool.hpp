@@ -31,6 +31,8 @@
 //     rounded to the alignment; concurrent branches can make it larger, never smaller.
 //   - the pools are allocated once (one per GPU and kind), mapped to every GPU of the graph, and
 //     each placeholder is rewritten to its pool address in the nodes' kernargs and packets.
+//   - a child graph that allocates and is used more than once: each use's allocations are its own
+//     (separate_child_uses, below), placed as above.
 // Replays reuse the same addresses: no allocation per replay. Replays of one exec graph never run
 // at the same time on the device (each waits for the previous one's end, graph/exec_graph.hpp),
 // so one pool serves every replay slot.
@@ -71,6 +73,14 @@ struct graph_allocation {
   std::uint32_t pool = 0;
   std::uint64_t placeholder = 0, bytes = 0, offset = 0;
   std::vector<bool> after_end;  // per flat node: runs after the lifetime ended (its mem_free, its conditionals); empty: never
+  // A second or later use of a child graph that allocates (separate_child_uses): the placeholder
+  // capture handed out, which the nodes of `instance` (flat) mean when an update gives it again.
+  std::uint64_t alias = 0;
+  std::vector<bool> instance;  // empty: not such a use
+  // Whether address `v` in flat node `f` is this allocation by its alias.
+  [[nodiscard]] bool aliased_in(std::uint32_t f, std::uint64_t v) const noexcept {
+    return f < instance.size() && instance[f] && v >= alias && v < alias + bytes;
+  }
 };
 struct graph_pool {
   runtime::detail::agent_state* agent = nullptr;
@@ -86,6 +96,13 @@ struct memory_plan {
     for (const graph_allocation& x : allocs)
       if (a >= x.placeholder && a < x.placeholder + x.bytes) return &x;
     return nullptr;
+  }
+  // The allocation address `a` means in flat node `f`: a later use of a child graph's own
+  // allocation when f is in that use and `a` is the placeholder capture handed out.
+  [[nodiscard]] const graph_allocation* find(std::uint64_t a, std::uint32_t f) const noexcept {
+    for (const graph_allocation& x : allocs)
+      if (x.aliased_in(f, a)) return &x;
+    return find(a);
   }
   [[nodiscard]] std::uint64_t address(const graph_allocation& x) const noexcept {
     return pools[x.pool].memory.va().value + x.offset;
@@ -183,17 +200,112 @@ void visit_addresses(const node& x, F&& f) {
   return p.nodes[a.alloc].describe() + " (" + std::to_string(a.bytes) + " bytes)";
 }
 
+// A child graph that allocates, used more than once (two child nodes of one graph, or one inside
+// a child used twice): each use gets its own allocations. The first use keeps the placeholders
+// capture handed out; each later one gets fresh placeholders in every node of that use (so the
+// layout below gives it memory of its own, shared with the first only where their lifetimes do
+// not overlap), remembered as aliases for updates. A node outside every use of such a child that
+// holds one of its placeholders is refused: which use's memory it means cannot be told.
+struct child_use_alias {
+  std::uint64_t alias, placeholder, bytes;
+  std::vector<bool> instance;
+};
+[[nodiscard]] inline std::vector<child_use_alias> separate_child_uses(plan& p) {
+  const auto n = static_cast<std::uint32_t>(p.nodes.size());
+  std::vector<child_use_alias> out;
+  bool any = false;
+  for (const node& x : p.nodes) any = any || x.kind == node_kind::mem_alloc;
+  if (!any || p.scopes.size() < 2) return out;
+  // Each flat node's scope; each scope's parent and whether it is a child graph's use.
+  std::vector<std::uint32_t> scope_of(n, 0), parent(p.scopes.size(), no_index);
+  std::vector<bool> child_use(p.scopes.size(), false);
+  for (std::uint32_t s = 0; s < p.scopes.size(); ++s) {
+    for (std::uint32_t f : p.scopes[s].to_flat)
+      if (f != no_index) scope_of[f] = s;
+    for (const inner_scope& in : p.scopes[s].inner) {
+      parent[in.scope] = s;
+      child_use[in.scope] = p.scopes[s].to_flat[in.node] == no_index;
+    }
+  }
+  const auto use_of = [&](std::uint32_t f) {  // the innermost child-graph use around flat node f (0: none)
+    std::uint32_t s = scope_of[f];
+    while (s != 0 && !child_use[s]) s = parent[s];
+    return s;
+  };
+  const auto members = [&](std::uint32_t use) {
+    std::vector<bool> in(n, false);
+    for (std::uint32_t f = 0; f < n; ++f)
+      for (std::uint32_t s = scope_of[f]; s != no_index; s = parent[s])
+        if (s == use) {
+          in[f] = true;
+          break;
+        }
+    return in;
+  };
+  struct first_use {
+    std::uint64_t placeholder;
+    std::uint32_t use, alloc;
+  };
+  std::vector<first_use> seen;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (p.nodes[i].kind != node_kind::mem_alloc) continue;
+    const std::uint64_t v = p.nodes[i].dst.value, bytes = p.nodes[i].bytes;
+    const auto it = std::find_if(seen.begin(), seen.end(), [&](const first_use& u) { return u.placeholder == v; });
+    if (it == seen.end()) {
+      seen.push_back({v, use_of(i), i});
+      continue;
+    }
+    const std::uint32_t use = use_of(i);
+    if (use == 0 || use == it->use)
+      throw_failure(failure(errc::invalid_argument, p.nodes[i].describe() + ": this allocation appears twice in the graph"));
+    child_use_alias a{v, next_placeholder(bytes), bytes, members(use)};
+    const auto move = [&](std::uint64_t x) { return x >= v && x < v + bytes ? a.placeholder + (x - v) : x; };
+    for (std::uint32_t k = 0; k < n; ++k) {
+      if (!a.instance[k]) continue;
+      node& y = p.nodes[k];
+      if (y.kind == node_kind::mem_alloc || y.kind == node_kind::mem_free) y.dst.value = move(y.dst.value);
+      else rewrite_addresses(y, move);
+    }
+    out.push_back(std::move(a));
+  }
+  // Outside every use: the first use's placeholders would silently mean the first use's memory.
+  for (const child_use_alias& a : out) {
+    const first_use& f = *std::find_if(seen.begin(), seen.end(), [&](const first_use& u) { return u.placeholder == a.alias; });
+    const std::vector<bool> first = members(f.use);
+    for (std::uint32_t k = 0; k < n; ++k) {
+      if (first[k]) continue;
+      bool in_a_use = false;
+      for (const child_use_alias& b : out) in_a_use = in_a_use || (b.alias == a.alias && b.instance[k]);
+      if (in_a_use) continue;
+      visit_addresses(p.nodes[k], [&](std::uint64_t x) {
+        if (x >= a.alias && x < a.alias + a.bytes)
+          throw_failure(failure(errc::invalid_argument,
+                                p.nodes[k].describe() + " uses memory that " + p.nodes[f.alloc].describe() +
+                                    " allocates inside a child graph this graph uses more than once: which use's memory it means "
+                                    "cannot be told (use that memory inside the child graph)"));
+      });
+    }
+  }
+  return out;
+}
+
 // Lifetimes, checks and layout (see the header comment); throws a failure naming the node.
-[[nodiscard]] inline memory_plan plan_memory(const plan& p) {
+// Separates the uses of a child graph that allocates first (separate_child_uses).
+[[nodiscard]] inline memory_plan plan_memory(plan& p) {
   memory_plan m;
+  const std::vector<child_use_alias> aliases = separate_child_uses(p);
   const auto n = static_cast<std::uint32_t>(p.nodes.size());
   for (std::uint32_t i = 0; i < n; ++i) {
     const node& x = p.nodes[i];
     if (x.kind == node_kind::mem_alloc) {
       if (m.find(x.dst.value))
-        throw_failure(failure(errc::not_supported, x.describe() + ": this allocation appears twice in the graph (a child graph with "
-                                                                  "memory nodes used twice); capture the child twice instead"));
+        throw_failure(failure(errc::invalid_argument, x.describe() + ": this allocation appears twice in the graph"));
       graph_allocation a;
+      for (const child_use_alias& c : aliases)
+        if (c.placeholder == x.dst.value) {
+          a.alias = c.alias;
+          a.instance = c.instance;
+        }
       a.alloc = i;
       a.placeholder = x.dst.value;
       a.bytes = x.bytes;
@@ -308,11 +420,13 @@ void visit_addresses(const node& x, F&& f) {
 
 // Rewrites the placeholders in node `x` to pool addresses; false if one belongs to no
 // allocation of `m` (the caller names the node).
-[[nodiscard]] inline bool translate(const memory_plan& m, node& x) noexcept {
+// `f`: the flat node whose addresses these are (a placeholder capture handed out means, in a later
+// use of a child graph, that use's allocation).
+[[nodiscard]] inline bool translate(const memory_plan& m, node& x, std::uint32_t f) noexcept {
   bool known = true;
   rewrite_addresses(x, [&](std::uint64_t v) {
     if (!is_placeholder(v)) return v;
-    if (const graph_allocation* a = m.find(v)) return m.address(*a) + (v - a->placeholder);
+    if (const graph_allocation* a = m.find(v, f)) return m.address(*a) + (v - (a->aliased_in(f, v) ? a->alias : a->placeholder));
     known = false;
     return v;
   });
