@@ -495,7 +495,12 @@ TEST_CASE("each errno ALLOC_MEMORY_OF_GPU can return: reported with its name; no
     CHECK(has(d, "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU"));
     CHECK(has(d, x.name));
     CHECK(dev->buffer_count() == bos);
-    CHECK(mapped_bytes() == vm_before);  // the VA reservation was returned
+    // The VA reservation was returned. A leaked one is the 4 MiB of the request (the alignment
+    // slack is trimmed before the ioctl); other threads (the emulated processors, ASan's allocator)
+    // may map a few pages meanwhile, so the whole process's total is compared with that, not ==
+    // (CI stop 24: ASan mapped 64 KiB between the two reads).
+    const auto vm_after = mapped_bytes();
+    CHECK(vm_after < vm_before + (std::uint64_t{4} << 20));
     auto again = gpu.try_alloc<float>(1 << 20, host);  // the VA is free again and the device works
     CHECK(again.has_value());
   }
