@@ -14,7 +14,8 @@
 // Thread safety: implementations are called from engine threads concurrently.
 #pragma once
 
-#include <chrono>
+#include <aqueduct/core/clock.hpp>
+
 #include <cstdint>
 
 namespace aqueduct::emu {
@@ -57,8 +58,7 @@ class event_notifier {
   // Timestamps written to profiled completion signals and by timestamp packets (ns of a steady
   // clock by default).
   [[nodiscard]] virtual std::uint64_t timestamp() const noexcept {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+    return steady_now_ns();
   }
   // The GPU clock counter at timestamp(): what profiled completion signals (start_ts, end_ts),
   // RELEASE_MEM's GPU clock and SDMA TIMESTAMP write, and GET_CLOCK_COUNTERS reports.

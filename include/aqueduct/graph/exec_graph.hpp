@@ -556,7 +556,7 @@ inline result<replay_ticket> exec_graph::launch_impl(bool host_nodes_ok, sync::n
   // The slot's signals are about to be reset: the replay that waits for them (the one after its
   // last user) must have finished.
   if (seq + 1 >= s.slots()) AQUEDUCT_TRY_VOID(try_wait(replay_ticket{seq + 1 - s.slots()}, slot_timeout));
-  const std::uint64_t t0 = s.opt.trace ? detail::trace_now_ns() : 0;
+  const std::uint64_t t0 = s.opt.trace ? steady_now_ns() : 0;
   AQUEDUCT_TRY_VOID(prepare_slot(slot));
   s.slot_replay[slot] = seq + 1;
   s.launched = seq + 1;
@@ -566,7 +566,7 @@ inline result<replay_ticket> exec_graph::launch_impl(bool host_nodes_ok, sync::n
   }
   if (s.opt.trace) {
     s.launch_start[slot] = t0;
-    s.launch_end[slot] = detail::trace_now_ns();
+    s.launch_end[slot] = steady_now_ns();
   }
   return replay_ticket{seq};
 }

@@ -127,7 +127,7 @@ class queue_op {
         stamps = std::move(*m);
         stamps.data()[0] = stamps.data()[1] = 0;
       }
-    const std::uint64_t t0 = trace_now_ns();
+    const std::uint64_t t0 = steady_now_ns();
     if constexpr (!std::same_as<K, runtime::aql_t>)
       if (stamps && !stamp(q, stamps.va())) stamps = {};
     auto t = self.submit();
@@ -138,7 +138,7 @@ class queue_op {
         if (auto e = stamp(q, stamps.va() + byte_count(8))) last = *e;
         else stamps = {};
       }
-    const std::uint64_t t1 = trace_now_ns();
+    const std::uint64_t t1 = steady_now_ns();
     ticket_awaiter<K> a(last, c, loc, &describe_op, this);
     const queue_binding b = binding_of(q);
     auto op = std::make_unique<traced_op>(
@@ -471,9 +471,9 @@ class host_op {
       struct timed {  // records the span however f() ends
         trace* tr;
         const std::source_location& loc;
-        std::uint64_t t0 = tr ? trace_now_ns() : 0;
+        std::uint64_t t0 = tr ? steady_now_ns() : 0;
         ~timed() {
-          if (tr) (void)tr->host("host function at " + where(loc), t0, trace_now_ns());
+          if (tr) (void)tr->host("host function at " + where(loc), t0, steady_now_ns());
         }
       } span{tr, loc};
       if constexpr (std::is_void_v<R>) {

@@ -19,10 +19,10 @@
 #pragma once
 
 #include <aqueduct/abi/kfd_ioctl.hpp>
+#include <aqueduct/core/clock.hpp>
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/kfd/driver.hpp>
 
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <mutex>
@@ -58,11 +58,6 @@ struct clock_state {
   std::optional<clock_sample> first, latest;
 };
 
-[[nodiscard]] inline std::uint64_t steady_ns() noexcept {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
-
 // GET_CLOCK_COUNTERS of GPU `gpu_id`, its counter paired with the midpoint of the host's
 // steady_clock read just before and after: the narrowest of up to `tries` readings (a thread
 // preempted inside the ioctl widens its window, and the midpoint's error is half of it), stopping
@@ -76,9 +71,9 @@ template <class DriverRef>
   for (int i = 0; i < clock_sample_tries && best_window > clock_sample_good_window_ns; ++i) {
     abi::kfd::get_clock_counters_args a{};
     a.gpu_id = gpu_id;
-    const std::uint64_t before = steady_ns();
+    const std::uint64_t before = steady_now_ns();
     AQUEDUCT_TRY_VOID(d.try_ioctl(abi::kfd::amdkfd_ioc_get_clock_counters, &a, "clock calibration"));
-    const std::uint64_t after = steady_ns();
+    const std::uint64_t after = steady_now_ns();
     if (a.gpu_clock_counter == 0)
       return failure(errc::not_supported, "GET_CLOCK_COUNTERS gave no GPU clock counter for gpu_id " + std::to_string(gpu_id));
     if (after - before < best_window) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <aqueduct/abi/kfd_ioctl.hpp>
+#include <aqueduct/core/clock.hpp>
 #include <aqueduct/core/mapping.hpp>
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/core/units.hpp>
@@ -222,9 +223,7 @@ struct device_state {
           return p->acquired() ? 0 : -ESRCH;
         });
       case nr(k::amdkfd_ioc_get_clock_counters): return run<k::get_clock_counters_args>(k::amdkfd_ioc_get_clock_counters, request, arg, [&](auto& a) {
-          const auto ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                         std::chrono::steady_clock::now().time_since_epoch())
-                                                         .count());
+          const auto ns = steady_now_ns();
           a.gpu_clock_counter = find_pdd(a.gpu_id) ? emulated_gpu_clock(ns) : 0;  // the engines' counter; 0 if unknown
           a.cpu_clock_counter = ns;
           a.system_clock_counter = ns;

@@ -22,6 +22,7 @@
 
 #include <aqueduct/abi/amd_queue.hpp>
 #include <aqueduct/abi/amd_signal.hpp>
+#include <aqueduct/core/clock.hpp>
 #include <aqueduct/graph/trace.hpp>
 #include <aqueduct/runtime/agent.hpp>
 #include <aqueduct/runtime/memory.hpp>
@@ -29,16 +30,10 @@
 #include <aqueduct/sync/wait.hpp>
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <string>
 
 namespace aqueduct::graph::detail {
-
-[[nodiscard]] inline std::uint64_t trace_now_ns() noexcept {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(sync::clock::now().time_since_epoch()).count());
-}
 
 // AQL kernels report start_ts/end_ts in their completion signal only on a queue with profiling
 // enabled (amd_queue_t.queue_properties, as hsa_amd_profiling_set_profiler_enabled sets it).
@@ -95,25 +90,22 @@ inline void traced_finish(traced_op& op, std::uint64_t begin, std::uint64_t end,
   s.category = op.category;
   s.pid = op.pid;
   s.tid = op.tid;
+  bool on_device = false;  // both stamps translated through the agent's calibration
   if (device_clock && begin != 0 && end >= begin && op.agent != nullptr) {
     const runtime::agent gpu(*op.agent);
-    device_clock = false;
     if (auto e = gpu.try_device_to_host_ns(end))
       if (auto b = gpu.try_device_to_host_ns(begin)) {
         s.start_ns = *b;
         s.end_ns = *e;
-        device_clock = true;
+        on_device = true;
       }
-  } else {
-    device_clock = false;
   }
-  if (!device_clock) {
+  if (!on_device) {
     s.start_ns = op.submitted_ns;
-    s.end_ns = trace_now_ns();
-    device_clock = false;
+    s.end_ns = steady_now_ns();
   }
   s.flow = op.flow;
-  s.args = std::string("\"clock\":\"") + (device_clock ? "device" : "host") + "\"" + (failed ? ",\"failed\":true" : "");
+  s.args = std::string("\"clock\":\"") + (on_device ? "device" : "host") + "\"" + (failed ? ",\"failed\":true" : "");
   op.out->device(std::move(s));
 }
 

@@ -37,23 +37,19 @@ struct ticket_probe<runtime::aql_t> {
   static bool done(const state& s, std::uint64_t v) noexcept { return s.slots.complete(v); }
   static bool arm(state& s) noexcept { return runtime::detail::arm_wake(s); }
 };
-template <>
-struct ticket_probe<runtime::pm4_t> {
-  using state = runtime::detail::pm4_queue_state;
+// PM4 and SDMA queues: the progress value their last RELEASE_MEM / FENCE wrote.
+template <class State>
+struct progress_probe {
+  using state = State;
   static bool done(const state& s, std::uint64_t v) noexcept {
     return sync::atomic_load(*s.progress, std::memory_order_acquire) >= v;
   }
   static bool arm(state& s) noexcept { return runtime::detail::arm_wake(s); }
 };
 template <>
-struct ticket_probe<runtime::sdma_t> {
-  using state = runtime::detail::sdma_queue_state;
-  static bool done(const state& s, std::uint64_t v) noexcept {
-    return sync::atomic_load(*s.progress, std::memory_order_acquire) >= v;
-  }
-  static bool arm(state& s) noexcept { return runtime::detail::arm_wake(s); }
-};
-
+struct ticket_probe<runtime::pm4_t> : progress_probe<runtime::detail::pm4_queue_state> {};
+template <>
+struct ticket_probe<runtime::sdma_t> : progress_probe<runtime::detail::sdma_queue_state> {};
 
 // Waits for a submitted ticket on the reactor (eager), or nothing (captured: ready at once).
 template <runtime::queue_kind K>
