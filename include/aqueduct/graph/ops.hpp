@@ -363,6 +363,12 @@ class until_op {
  public:
   until_op(sync::signal_ref s, runtime::detail::agent_state* a, abi::signal_condition cond, std::int64_t v) noexcept
       : s_(s), a_(a), cond_(cond), v_(v) {}
+  // Made lowered, as the awaiter of a co_await (until_desc::lower): built in place in the frame.
+  until_op(sync::signal_ref s, runtime::detail::agent_state* a, abi::signal_condition cond, std::int64_t v, context& c,
+           std::source_location loc)
+      : s_(s), a_(a), cond_(cond), v_(v) {
+    lower_into(c, loc);
+  }
   // Before it is awaited (never once suspended: the reactor links the pending record by address).
   until_op(until_op&& o) noexcept : s_(o.s_), a_(o.a_), cond_(o.cond_), v_(o.v_), ctx_(o.ctx_), loc_(o.loc_), state_(o.state_) {}
   until_op& operator=(until_op&&) = delete;
@@ -671,14 +677,23 @@ template <class Q>
   return queue_ref<typename detail::kind_of<Q>::type>(q);
 }
 
+namespace detail {
+struct until_desc {
+  sync::signal_ref s;
+  runtime::detail::agent_state* a;
+  abi::signal_condition cond;
+  std::int64_t v;
+  [[nodiscard]] until_op lower(context& c, std::source_location loc) const { return until_op(s, a, cond, v, c, loc); }
+};
+}  // namespace detail
 // co_await until(sig, cond, v): until the signal's value satisfies `cond` against v (host side,
 // sleeping on the signal's event; cancellable). Returns the value seen.
-[[nodiscard]] inline detail::until_op until(const runtime::signal& s, abi::signal_condition cond, std::int64_t v) {
-  return detail::until_op(s.ref(), s.agent_state(), cond, v);
+[[nodiscard]] inline detail::until_desc until(const runtime::signal& s, abi::signal_condition cond, std::int64_t v) {
+  return detail::until_desc{s.ref(), s.agent_state(), cond, v};
 }
 // The same for a signal of agent `a` given by reference (e.g. a queue's completion signal).
-[[nodiscard]] inline detail::until_op until(sync::signal_ref s, const runtime::agent& a, abi::signal_condition cond, std::int64_t v) {
-  return detail::until_op(s, &a.state(), cond, v);
+[[nodiscard]] inline detail::until_desc until(sync::signal_ref s, const runtime::agent& a, abi::signal_condition cond, std::int64_t v) {
+  return detail::until_desc{s, &a.state(), cond, v};
 }
 
 // co_await host(fn): run fn() (eagerly: now, on the reactor's thread); its result is the
