@@ -338,3 +338,36 @@ TEST_CASE("COMPUTE_PGM_RSRC1.PRIV on an unaffected part (gfx1151) hangs the queu
     CHECK(d.c[0] == -1.0f);
   }
 }
+
+// pm4_processor_options::idle_spin: after the ring runs dry the processor polls the write pointer
+// before it sleeps, so a submission that follows within the spin finds it awake (its doorbell
+// wakes nobody). Submissions 1 ms apart: with a 10 s spin the thread never sleeps between them;
+// with none it sleeps after each.
+TEST_CASE("the PM4 processor polls for idle_spin after its ring runs dry: close submissions find it awake") {
+  for (const auto spin : {std::chrono::microseconds(10'000'000), std::chrono::microseconds(0)}) {
+    CAPTURE(spin.count());
+    rig_options o;
+    o.processor.idle_spin = spin;
+    rig r(o);
+    r.start();
+    auto mem = gpu_alloc<std::uint32_t>(r.vm, 4, 64);
+    mem[0] = 0;
+    const auto copy_imm = [&](std::uint32_t v) {  // COPY_DATA immediate 32 bits -> mem[0]
+      return r.push({0xC0044000, 0x00100205, v, 0, lo(va(&mem[0])), hi(va(&mem[0]))});
+    };
+    REQUIRE(r.proc->wait_consumed(copy_imm(1), 5000ms));
+    const std::uint64_t before = r.proc->sleeps();
+    constexpr std::uint32_t rounds = 50;
+    for (std::uint32_t i = 2; i < 2 + rounds; ++i) {
+      std::this_thread::sleep_for(1ms);
+      REQUIRE(r.proc->wait_consumed(copy_imm(i), 5000ms));
+      REQUIRE(load32(&mem[0]) == i);
+    }
+    const std::uint64_t slept = r.proc->sleeps() - before;
+    if (spin.count() != 0)
+      CHECK(slept == 0);
+    else
+      CHECK(slept >= rounds / 2);  // each 1 ms gap finds it asleep (some may find it still looking)
+    CHECK_FALSE(r.proc->has_error());
+  }
+}

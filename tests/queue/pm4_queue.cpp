@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace aq = aqueduct;
@@ -179,6 +180,51 @@ TEST_CASE("commands straddle the ring's end: written modulo the ring, write poin
   CHECK(f.at(252, 8) == std::vector<std::uint32_t>{0xC0064900, 0x0070F514, 0x20000000, lo(sig_va), hi(sig_va), 0xABCD, 0, 0});
   CHECK(f.ring[3] == 0);      // dw7 of the signal, wrapped to slot 3
   CHECK(f.ring[4] == 1);      // slot 4 still holds the first wait's reference: nothing else was touched
+}
+
+// try_submit_dwords: a head (e.g. an indirect-buffer packet) and a tail (the completion) written
+// as one stream, straddling the ring's end, and longer than half the ring (several claims).
+TEST_CASE("try_submit_dwords: head then tail, modulo the ring, in claims of at most half the ring") {
+  fixture<arch::gfx11_priv_target> f(256);
+  for (int i = 0; i < 35; ++i) {  // 35 waits x 7 dwords = 245: the next stream starts 11 before the end
+    f.q.wait(aq::gpu_va(sig_va), 1);
+    f.consume();
+  }
+  REQUIRE(f.wptr == 245);
+  std::vector<std::uint32_t> head(20), tail(8);
+  for (std::uint32_t i = 0; i < head.size(); ++i) head[i] = 0x1000 + i;
+  for (std::uint32_t i = 0; i < tail.size(); ++i) tail[i] = 0x2000 + i;
+  std::uint64_t start = 0;
+  CHECK(f.q.try_submit_dwords(head, tail, aq::sync::infinite, &start).value() == 273);
+  CHECK(start == 245);
+  std::vector<std::uint32_t> expect = head;
+  expect.insert(expect.end(), tail.begin(), tail.end());
+  CHECK(f.at(245, 28) == expect);  // dwords 245..255, then 0..16
+  CHECK(f.ring[18] == 1);          // the reference (dw4) of the wait at 14..20: untouched
+  f.consume();
+  // 300 dwords (head 290, tail 10) in a 256-dword ring: claims of 128, 128, 44, each consumed
+  std::vector<std::uint32_t> big(290), end(10);
+  for (std::uint32_t i = 0; i < big.size(); ++i) big[i] = 0x3000 + i;
+  for (std::uint32_t i = 0; i < end.size(); ++i) end[i] = 0x4000 + i;
+  std::vector<std::uint64_t> claims;
+  std::vector<std::uint32_t> seen;
+  f.doorbells.clear();
+  std::thread consumer([&] {  // the CP: takes what each doorbell published
+    std::uint64_t r = 273;
+    while (r < 573) {
+      const std::uint64_t w = std::atomic_ref<std::uint64_t>(f.wptr).load(std::memory_order_acquire);
+      for (; r < w; ++r) seen.push_back(f.ring[r % 256]);
+      std::atomic_ref<std::uint64_t>(f.rptr).store(r, std::memory_order_release);
+    }
+  });
+  const auto w = f.q.try_submit_dwords(big, end, 1s);
+  consumer.join();
+  REQUIRE(w.has_value());
+  CHECK(*w == 573);
+  expect = big;
+  expect.insert(expect.end(), end.begin(), end.end());
+  CHECK(seen == expect);
+  CHECK(f.doorbells == std::vector<std::uint64_t>{401, 529, 573});
 }
 
 TEST_CASE("a full ring is detected before writing: queue_full with the queue described") {

@@ -79,6 +79,11 @@ struct pm4_processor_options {
   std::int64_t instruction_budget = dispatch_plan::default_budget;
   unsigned max_ib_depth = 2;                          // IB inside IB allowed, not deeper
   std::chrono::microseconds idle_poll{2000};          // re-read the write pointer without a doorbell
+  // After the ring runs dry, poll the write pointer this long before sleeping (as the AQL
+  // processor's idle_spin; a CP polls too): a submission that follows closely is taken without a
+  // sleep, and its doorbell wakes nobody (no futex wake, no context switch on the submitting
+  // thread: bench_graph replay_indirect_*, docs/benchmarks.md session 15). 0: sleep at once.
+  std::chrono::microseconds idle_spin{20};
   std::chrono::microseconds wait_poll{20};            // WAIT_REG_MEM re-poll
   std::uint64_t gpu_clock_hz = 100'000'000;           // GPU clock counter (tinygrad assumes 100 MHz, spec §2.2)
   // TEST ONLY: the MEC sees COMPUTE_PGM_RSRC1.PRIV as this value in every dispatch, whatever the
@@ -219,7 +224,7 @@ class pm4_processor : public queue_wakeup {
       if (preemption_point(nullptr) == step::stopped) return;
       const std::uint64_t w = write_pointer();
       if (rptr_local_ >= w) {
-        wait_for_wakeup(seen, opt_.idle_poll);
+        if (!spin_for_work(seen)) wait_for_wakeup(seen, opt_.idle_poll);
         continue;
       }
       if (skip_ != 0) {  // COND_EXEC discarded what follows it: consume those dwords as they arrive
@@ -251,6 +256,18 @@ class pm4_processor : public queue_wakeup {
       nonpreemptible_wait_ = false;
       if (s == step::fault) continue;
       advance(rptr_local_ + len);
+    }
+  }
+
+  // Polls the write pointer (and the wake-up count: a notify, a stop) for up to idle_spin.
+  // true: something to look at.
+  bool spin_for_work(std::uint64_t seen) const noexcept {
+    if (opt_.idle_spin.count() <= 0) return false;
+    const auto until = std::chrono::steady_clock::now() + opt_.idle_spin;
+    for (unsigned i = 1;; ++i) {
+      if (write_pointer() > rptr_local_ || wake_seq() != seen) return true;
+      if ((i & 63) == 0 && std::chrono::steady_clock::now() >= until) return false;
+      AQUEDUCT_CPU_RELAX();
     }
   }
 

@@ -51,6 +51,9 @@ class queue_wakeup {
   // even when the thread that joins it is slow to be scheduled (queue_engine::stop_engines_locked).
   void begin_stop() noexcept { (void)request_stop(); }
   [[nodiscard]] std::uint64_t doorbell_value() const noexcept { return doorbell_.load(std::memory_order_acquire); }
+  // How many times the thread went to sleep in wait_for_wakeup (tests: whether an idle spin kept
+  // it awake).
+  [[nodiscard]] std::uint64_t sleeps() const noexcept { return sleeps_.load(std::memory_order_relaxed); }
 
  protected:
   queue_wakeup() = default;
@@ -61,6 +64,7 @@ class queue_wakeup {
   // Sleeps until a wake-up after `seen`, a stop request, or `timeout`.
   void wait_for_wakeup(std::uint64_t seen, std::chrono::microseconds timeout) {
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    sleeps_.fetch_add(1, std::memory_order_relaxed);
     {
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, timeout, [&] { return stop_ || wake_seq_.load(std::memory_order_seq_cst) != seen; });
@@ -93,6 +97,7 @@ class queue_wakeup {
 
  private:
   std::atomic<std::uint64_t> doorbell_{0};
+  std::atomic<std::uint64_t> sleeps_{0};
 };
 
 }  // namespace aqueduct::emu

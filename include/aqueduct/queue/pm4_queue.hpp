@@ -44,6 +44,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <span>
 #include <string>
 #include <utility>
@@ -210,10 +211,10 @@ class pm4_queue {
     for (std::size_t done = 0; done < total;) {
       const auto n = static_cast<std::uint32_t>(std::min<std::size_t>(total - done, mem_.ring_dwords / 2));
       AQUEDUCT_TRY(const ring_span s, claim(n, timeout));
-      for (std::uint32_t i = 0; i < n; ++i) {
-        const std::size_t k = done + i;
-        mem_.ring[(s.begin + i) & (mem_.ring_dwords - 1)] = k < head.size() ? head[k] : tail[k - head.size()];
-      }
+      // The part of `head` in [done, done + n), then the part of `tail`.
+      const std::size_t h = done < head.size() ? std::min<std::size_t>(n, head.size() - done) : 0;
+      if (h) copy_in(s.begin, head.subspan(done, h));
+      if (h < n) copy_in(s.begin + h, tail.subspan(done + h - head.size(), n - h));
       w = committed(s);
       done += n;
     }
@@ -347,8 +348,13 @@ class pm4_queue {
         }));
     return s;
   }
+  // `src` to the ring from dword `at` on: at most two copies (before and after the ring's end).
   void copy_in(std::uint64_t at, std::span<const std::uint32_t> src) noexcept {
-    for (std::size_t i = 0; i < src.size(); ++i) mem_.ring[(at + i) & (mem_.ring_dwords - 1)] = src[i];
+    if (src.empty()) return;
+    const auto first = static_cast<std::size_t>(at & (mem_.ring_dwords - 1));
+    const std::size_t before_end = std::min<std::size_t>(src.size(), mem_.ring_dwords - first);
+    std::memcpy(mem_.ring + first, src.data(), before_end * 4);
+    if (before_end < src.size()) std::memcpy(mem_.ring, src.data() + before_end, (src.size() - before_end) * 4);
   }
   // Write pointer (release), then doorbell (release) = write pointer in dwords (spec/kfd.md §3.3).
   std::uint64_t committed(ring_span s) noexcept {
