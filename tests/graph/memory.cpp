@@ -253,6 +253,31 @@ TEST_CASE("graph memory: a child graph that allocates, used twice, gives each us
     e2.wait(e2.launch());
     CHECK(wrong(out, 3, 4, 5) == 0);
   }
+  SUBCASE("three uses: one after the other share one range; at once, three ranges; an outsider still refused") {
+    const g::task_graph child = g::capture(child_prog(true));
+    auto use = [&]() -> g::task<void> { co_await g::child(child); };
+    auto seq = [&]() -> g::task<void> {
+      for (int i = 0; i < 3; ++i) co_await g::child(child);
+    };
+    auto all = [&]() -> g::task<void> { co_await g::when_all(use(), use(), use()); };
+    auto e1 = g::instantiate(g::capture(seq()));
+    CHECK(e1.memory_pool_bytes() == 1200);
+    e1.wait(e1.launch());
+    CHECK(wrong(out, 3, 4, 5) == 0);
+    auto e2 = g::instantiate(g::capture(all()));
+    CHECK(e2.memory_pool_bytes() == 1280 + 1280 + 1200);  // 1,200 bytes each at 256-byte alignment
+    std::fill_n(out.data(), n, 0u);
+    e2.wait(e2.launch());
+    CHECK(wrong(out, 3, 4, 5) == 0);
+    const g::task_graph live = g::capture(child_prog(false));
+    auto outsider = [&]() -> g::task<void> {
+      for (int i = 0; i < 3; ++i) co_await g::child(live);
+      co_await g::on(r.aql).dispatch(r.store_k, rt::grid{1}, rt::block{1}, t_ptr, 0u, 1u).label("outsider3");
+    };
+    auto e3 = g::try_instantiate(g::capture(outsider()));
+    REQUIRE_FALSE(e3);
+    CHECK_MESSAGE(contains(std::string(e3.get_failure().detail()), "outsider3"), e3.get_failure().detail());
+  }
   SUBCASE("living to the graph's end: an update of the second use's node through the captured placeholder reaches its memory") {
     const g::task_graph child = g::capture(child_prog(false));
     g::node_id u1{}, u2{};

@@ -232,8 +232,13 @@ struct child_use_alias {
     while (s != 0 && !child_use[s]) s = parent[s];
     return s;
   };
-  const auto members = [&](std::uint32_t use) {
-    std::vector<bool> in(n, false);
+  // The flat nodes inside a use (computed once per use: a child with several allocations asks
+  // for the same use once per allocation).
+  std::vector<std::vector<bool>> members_of(p.scopes.size());
+  const auto members = [&](std::uint32_t use) -> const std::vector<bool>& {
+    std::vector<bool>& in = members_of[use];
+    if (!in.empty()) return in;
+    in.assign(n, false);
     for (std::uint32_t f = 0; f < n; ++f)
       for (std::uint32_t s = scope_of[f]; s != no_index; s = parent[s])
         if (s == use) {
@@ -269,16 +274,23 @@ struct child_use_alias {
     out.push_back(std::move(a));
   }
   // Outside every use: the first use's placeholders would silently mean the first use's memory.
-  for (const child_use_alias& a : out) {
-    const first_use& f = *std::find_if(seen.begin(), seen.end(), [&](const first_use& u) { return u.placeholder == a.alias; });
-    const std::vector<bool> first = members(f.use);
+  // Per allocation that has later uses: the nodes of its first and later uses, then every other
+  // node's addresses checked once.
+  for (const first_use& f : seen) {
+    std::vector<bool> covered;
+    std::uint64_t bytes = 0;
+    for (const child_use_alias& b : out) {
+      if (b.alias != f.placeholder) continue;
+      if (covered.empty()) covered = members(f.use);
+      for (std::uint32_t k = 0; k < n; ++k)
+        if (b.instance[k]) covered[k] = true;
+      bytes = b.bytes;
+    }
+    if (covered.empty()) continue;  // used once
     for (std::uint32_t k = 0; k < n; ++k) {
-      if (first[k]) continue;
-      bool in_a_use = false;
-      for (const child_use_alias& b : out) in_a_use = in_a_use || (b.alias == a.alias && b.instance[k]);
-      if (in_a_use) continue;
+      if (covered[k]) continue;
       visit_addresses(p.nodes[k], [&](std::uint64_t x) {
-        if (x >= a.alias && x < a.alias + a.bytes)
+        if (x >= f.placeholder && x < f.placeholder + bytes)
           throw_failure(failure(errc::invalid_argument,
                                 p.nodes[k].describe() + " uses memory that " + p.nodes[f.alloc].describe() +
                                     " allocates inside a child graph this graph uses more than once: which use's memory it means "
@@ -293,7 +305,7 @@ struct child_use_alias {
 // Separates the uses of a child graph that allocates first (separate_child_uses).
 [[nodiscard]] inline memory_plan plan_memory(plan& p) {
   memory_plan m;
-  const std::vector<child_use_alias> aliases = separate_child_uses(p);
+  std::vector<child_use_alias> aliases = separate_child_uses(p);
   const auto n = static_cast<std::uint32_t>(p.nodes.size());
   for (std::uint32_t i = 0; i < n; ++i) {
     const node& x = p.nodes[i];
@@ -301,10 +313,11 @@ struct child_use_alias {
       if (m.find(x.dst.value))
         throw_failure(failure(errc::invalid_argument, x.describe() + ": this allocation appears twice in the graph"));
       graph_allocation a;
-      for (const child_use_alias& c : aliases)
+      for (child_use_alias& c : aliases)  // each placeholder is one use's: its bitmap moves
         if (c.placeholder == x.dst.value) {
           a.alias = c.alias;
-          a.instance = c.instance;
+          a.instance = std::move(c.instance);
+          break;
         }
       a.alloc = i;
       a.placeholder = x.dst.value;
