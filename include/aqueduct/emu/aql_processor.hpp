@@ -343,17 +343,12 @@ class aql_processor : public queue_wakeup {
   // Polls `slot`'s header (and the wake-up count: a worker finished, a stop) for up to
   // idle_spin. true: something to look at.
   bool spin_for_work(abi::aql_slot& slot, std::uint64_t seen) {
-    if (opt_.idle_spin.count() <= 0) return false;
-    const auto until = std::chrono::steady_clock::now() + opt_.idle_spin;
     auto& header = *reinterpret_cast<std::uint32_t*>(slot.bytes);
-    for (unsigned i = 1;; ++i) {
+    return poll_for(opt_.idle_spin, [&] {
       const auto dw0 = std::atomic_ref<std::uint32_t>(header).load(std::memory_order_relaxed);
-      if (abi::decode_header(static_cast<std::uint16_t>(dw0)).type != static_cast<std::uint8_t>(abi::packet_type::invalid) ||
-          wake_seq() != seen)
-        return true;
-      if ((i & 63) == 0 && std::chrono::steady_clock::now() >= until) return false;
-      AQUEDUCT_CPU_RELAX();
-    }
+      return abi::decode_header(static_cast<std::uint16_t>(dw0)).type != static_cast<std::uint8_t>(abi::packet_type::invalid) ||
+             wake_seq() != seen;
+    });
   }
 
   static abi::aql_slot read_slot(abi::aql_slot& s) noexcept {

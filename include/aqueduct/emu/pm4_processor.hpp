@@ -262,13 +262,7 @@ class pm4_processor : public queue_wakeup {
   // Polls the write pointer (and the wake-up count: a notify, a stop) for up to idle_spin.
   // true: something to look at.
   bool spin_for_work(std::uint64_t seen) const noexcept {
-    if (opt_.idle_spin.count() <= 0) return false;
-    const auto until = std::chrono::steady_clock::now() + opt_.idle_spin;
-    for (unsigned i = 1;; ++i) {
-      if (write_pointer() > rptr_local_ || wake_seq() != seen) return true;
-      if ((i & 63) == 0 && std::chrono::steady_clock::now() >= until) return false;
-      AQUEDUCT_CPU_RELAX();
-    }
+    return poll_for(opt_.idle_spin, [&] { return write_pointer() > rptr_local_ || wake_seq() != seen; });
   }
 
   void advance(std::uint64_t to) {

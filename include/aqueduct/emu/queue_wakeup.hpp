@@ -11,6 +11,8 @@
 // Thread safety: ring_doorbell, notify and doorbell_value may be called from any thread.
 #pragma once
 
+#include <aqueduct/config.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -70,6 +72,18 @@ class queue_wakeup {
       cv_.wait_for(lock, timeout, [&] { return stop_ || wake_seq_.load(std::memory_order_seq_cst) != seen; });
     }
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  // After a ring runs dry, as a CP does: polls `ready()` (which should also watch wake_seq())
+  // for up to `spin` before the caller sleeps in wait_for_wakeup. true: something to look at.
+  template <class Ready>
+  static bool poll_for(std::chrono::microseconds spin, Ready&& ready) noexcept {
+    if (spin.count() <= 0) return false;
+    const auto until = std::chrono::steady_clock::now() + spin;
+    for (unsigned i = 1;; ++i) {
+      if (ready()) return true;
+      if ((i & 63) == 0 && std::chrono::steady_clock::now() >= until) return false;
+      AQUEDUCT_CPU_RELAX();
+    }
   }
   // Polled once per packet: a load, no lock (stop_ itself is written under mu_, for the waits).
   [[nodiscard]] bool stopping() const noexcept { return stop_requested_.load(std::memory_order_acquire); }

@@ -361,8 +361,6 @@ class aql_barrier_op : public queue_op<aql_barrier_op, runtime::aql_t> {
 // `pending` record is built only if the task suspends (bench_graph ready_signal).
 class until_op {
  public:
-  until_op(sync::signal_ref s, runtime::detail::agent_state* a, abi::signal_condition cond, std::int64_t v) noexcept
-      : s_(s), a_(a), cond_(cond), v_(v) {}
   // Made lowered, as the awaiter of a co_await (until_desc::lower): built in place in the frame.
   until_op(sync::signal_ref s, runtime::detail::agent_state* a, abi::signal_condition cond, std::int64_t v, context& c,
            std::source_location loc)
@@ -374,15 +372,6 @@ class until_op {
   until_op& operator=(until_op&&) = delete;
   ~until_op() {
     if (state_ == watched) ctx_->r->unwatch(p_);
-  }
-
-  [[nodiscard]] until_op&& lower(context& c, std::source_location loc) && {
-    lower_into(c, loc);
-    return std::move(*this);
-  }
-  [[nodiscard]] until_op& lower(context& c, std::source_location loc) & {
-    lower_into(c, loc);
-    return *this;
   }
 
   [[nodiscard]] bool await_ready() noexcept {
