@@ -159,9 +159,15 @@ class pm4_processor : public queue_wakeup {
   // Blocks until the read pointer reaches `wptr` (true), the timeout passes, or the queue
   // stopped (false).
   bool wait_consumed(std::uint64_t wptr, std::chrono::milliseconds timeout) const {
-    std::unique_lock lock(mu_);
-    return state_cv_.wait_for(lock, timeout, [&] { return read_pointer() >= wptr || has_error(); }) &&
-           read_pointer() >= wptr;
+    state_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    bool ok;
+    {
+      std::unique_lock lock(mu_);
+      const auto consumed = [&] { return rptr_pub_.load(std::memory_order_seq_cst) >= wptr; };  // seq_cst: advance()'s pair
+      ok = state_cv_.wait_for(lock, timeout, [&] { return consumed() || has_error(); }) && consumed();
+    }
+    state_waiters_.fetch_sub(1, std::memory_order_relaxed);
+    return ok;
   }
 
   // "PM4 processor gpu_id 1 queue 3: rptr 40, wptr 120 (dwords), 0 preemption(s); stopped: <fault>: <detail>"
@@ -211,12 +217,10 @@ class pm4_processor : public queue_wakeup {
   // ------------------------------------------------------------------ the ring
   void run() {
     for (;;) {
-      std::uint64_t seen;
-      {
-        std::lock_guard lock(mu_);
-        if (stop_) return;
-        seen = wake_seq_;
-      }
+      // No lock: the stop flag and the wake-up count are atomics (queue_wakeup), read before
+      // looking for work as the AQL processor reads them.
+      if (stopping()) return;
+      const std::uint64_t seen = wake_seq();
       if (dead_) {
         wait_for_wakeup(seen, std::chrono::hours(1));
         continue;
@@ -265,13 +269,15 @@ class pm4_processor : public queue_wakeup {
     return poll_for(opt_.idle_spin, [&] { return write_pointer() > rptr_local_ || wake_seq() != seen; });
   }
 
+  // Publishes the read pointer; wakes wait_consumed's sleepers only if there are any
+  // (Dekker-style, as queue_wakeup::ring_doorbell: we store, then read the waiter count; a waiter
+  // counts itself, then reads the pointer under the lock — one of the two sees the other).
   void advance(std::uint64_t to) {
     rptr_local_ = to;
     std::atomic_ref<std::uint64_t>(*rptr_).store(rptr_local_, std::memory_order_release);
-    {
-      std::lock_guard lock(mu_);
-      rptr_pub_.store(rptr_local_, std::memory_order_release);
-    }
+    rptr_pub_.store(rptr_local_, std::memory_order_seq_cst);
+    if (state_waiters_.load(std::memory_order_seq_cst) == 0) return;
+    { std::lock_guard lock(mu_); }  // the waiter is in state_cv_.wait_for (or has not checked yet)
     state_cv_.notify_all();
   }
 
@@ -642,6 +648,7 @@ class pm4_processor : public queue_wakeup {
 
   // Guarded by queue_wakeup::mu_.
   mutable std::condition_variable state_cv_;
+  mutable std::atomic<unsigned> state_waiters_{0};  // threads inside wait_consumed
   detail::sh_register_file sh_snapshot_;
 
   std::thread thread_;
