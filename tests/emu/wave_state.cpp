@@ -5,9 +5,11 @@
 // id SGPR or TTMP — must hold the values the dispatch gave. Plus fixed cases from the spec's
 // measured descriptors (spec/code-objects.md §3.5).
 #include <aqueduct/emu/wave_state.hpp>
+#include <aqueduct/emu/workgroup_executor.hpp>
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -274,4 +276,104 @@ TEST_CASE("geometry_of: grid near 2^32 rounds up in 64 bits; 2^64 workgroups are
   p.grid_size_z = 3;  // 3 x 2^62 fits
   CHECK(emu::total_workgroups(emu::geometry_of(p, 0), total));
   CHECK(total == 3ull << 62);
+}
+
+// dispatch_plan::geometry (what the engines call per workgroup) keeps the first row's geometry
+// from try_total_workgroups; every workgroup of 1-, 2- and 3-D grids with partial last
+// workgroups must get what the HSA definition gives (written out here: x fastest, the last
+// workgroup of a dimension holds the remainder), and a packet changed after counting is computed
+// afresh.
+TEST_CASE("dispatch_plan::geometry: every workgroup as HSA defines it, first row from the kept counts") {
+  struct shape {
+    std::uint32_t grid[3], wg[3];
+  };
+  for (const shape s : {shape{{1, 1, 1}, {1, 1, 1}}, shape{{1000, 1, 1}, {256, 1, 1}}, shape{{7, 1, 1}, {64, 1, 1}},
+                        shape{{10, 9, 1}, {4, 4, 1}}, shape{{5, 6, 7}, {2, 4, 3}}, shape{{64, 3, 2}, {64, 1, 1}}}) {
+    emu::dispatch_plan plan;
+    plan.pkt.grid_size_x = s.grid[0], plan.pkt.grid_size_y = s.grid[1], plan.pkt.grid_size_z = s.grid[2];
+    plan.pkt.workgroup_size_x = s.wg[0], plan.pkt.workgroup_size_y = s.wg[1], plan.pkt.workgroup_size_z = s.wg[2];
+    std::uint64_t total = 0;
+    REQUIRE(plan.try_total_workgroups(total));
+    std::uint32_t count[3];
+    for (int d = 0; d < 3; ++d) count[d] = (s.grid[d] + s.wg[d] - 1) / s.wg[d];
+    CHECK(total == std::uint64_t(count[0]) * count[1] * count[2]);
+    for (std::uint64_t l = 0; l < total; ++l) {
+      CAPTURE(s.grid[0]);
+      CAPTURE(s.grid[1]);
+      CAPTURE(s.grid[2]);
+      CAPTURE(l);
+      const std::uint32_t id[3] = {std::uint32_t(l % count[0]), std::uint32_t(l / count[0] % count[1]),
+                                   std::uint32_t(l / count[0] / count[1])};
+      const auto g = plan.geometry(l);
+      for (int d = 0; d < 3; ++d) {
+        CHECK(g.id[d] == id[d]);
+        CHECK(g.count[d] == count[d]);
+        CHECK(g.size[d] == std::min(s.wg[d], s.grid[d] - id[d] * s.wg[d]));
+      }
+    }
+  }
+  emu::dispatch_plan plan;  // counted for 1000 / 256, then the grid changes to 100 / 64
+  plan.pkt.grid_size_x = 1000, plan.pkt.workgroup_size_x = 256;
+  plan.pkt.grid_size_y = plan.pkt.grid_size_z = plan.pkt.workgroup_size_y = plan.pkt.workgroup_size_z = 1;
+  std::uint64_t total = 0;
+  REQUIRE(plan.try_total_workgroups(total));
+  plan.pkt.grid_size_x = 100, plan.pkt.workgroup_size_x = 64;
+  const auto g = plan.geometry(1);
+  CHECK(g.count[0] == 2u);
+  CHECK(g.size[0] == 36u);
+}
+
+// build_workgroup_waves_into(..., overwrite = true) rewrites waves a build of the same footprint
+// left, without zeroing them first: the result must be byte for byte what a build from zero
+// gives, for packed and unpacked work-item ids, wave32 and wave64, a partial last wave, and
+// inputs (ids, pointers, dispatch id, scratch slot) that all differ from the first build's.
+TEST_CASE("build_workgroup_waves_into: an overwrite of the same footprint equals a build from zero") {
+  namespace kcp = abi::kernel_code_properties;
+  namespace r2 = abi::compute_pgm_rsrc2;
+  struct target {
+    aqueduct::arch::family fam;
+    bool wave32;
+  };
+  for (const target t : {target{aqueduct::arch::family::gfx10_3, false}, target{aqueduct::arch::family::gfx11, true},
+                         target{aqueduct::arch::family::gfx90a, false}, target{aqueduct::arch::family::gfx12, true}}) {
+    CAPTURE(static_cast<int>(t.fam));
+    abi::kernel_descriptor kd{};
+    kd.kernel_code_properties = static_cast<std::uint16_t>(
+        kcp::enable_sgpr_private_segment_buffer::mask | kcp::enable_sgpr_dispatch_ptr::mask |
+        kcp::enable_sgpr_kernarg_segment_ptr::mask | kcp::enable_sgpr_dispatch_id::mask |
+        (t.wave32 ? kcp::enable_wavefront_size32::mask : 0));
+    kd.compute_pgm_rsrc2 = r2::enable_private_segment::put(1) | r2::user_sgpr_count::put(12) |
+                           r2::enable_sgpr_workgroup_id_x::put(1) | r2::enable_sgpr_workgroup_id_y::put(1) |
+                           r2::enable_sgpr_workgroup_id_z::put(1) | r2::enable_sgpr_workgroup_info::put(1) |
+                           r2::enable_vgpr_workitem_id::put(2);
+    abi::kernel_dispatch_packet p{};
+    p.setup = 3;
+    p.workgroup_size_x = 10, p.workgroup_size_y = 5, p.workgroup_size_z = 3;  // 150 items: a partial last wave
+    p.grid_size_x = 40, p.grid_size_y = 10, p.grid_size_z = 6;
+    p.private_segment_size = 48;
+    auto inputs = [](std::uint64_t k) {
+      emu::dispatch_inputs in;
+      in.packet_va = 0x7e00'0000'0000ull + 64 * k;
+      in.queue_va = 0x7e00'1000'0000ull;
+      in.dispatch_id = 1000 + k;
+      in.scratch_srd = {0x1111u + unsigned(k), 0x2222u, 0x3333u, 0x4444u};
+      return in;
+    };
+    const auto ga = emu::geometry_of(p, 0), gb = emu::geometry_of(p, 1 + 4 * (1 + 2 * 1));  // (0,0,0), (1,1,1)
+    REQUIRE(ga.size == gb.size);
+    REQUIRE(emu::footprint_of(kd, t.fam, ga) == emu::footprint_of(kd, t.fam, gb));
+    std::vector<emu::wave_state> over, fresh;
+    p.kernarg_address = 0x1000;
+    emu::build_workgroup_waves_into(over, kd, p, inputs(1), t.fam, ga, 0);
+    p.kernarg_address = 0x2000;
+    emu::build_workgroup_waves_into(over, kd, p, inputs(2), t.fam, gb, 7, true);
+    emu::build_workgroup_waves_into(fresh, kd, p, inputs(2), t.fam, gb, 7);
+    REQUIRE(over.size() == fresh.size());
+    REQUIRE(fresh.size() == (t.wave32 ? 5u : 3u));
+    CHECK(fresh.back().active_lanes == 22u);  // 150 - 128 either way
+    for (std::size_t w = 0; w < fresh.size(); ++w) {
+      CAPTURE(w);
+      CHECK(std::memcmp(&over[w], &fresh[w], sizeof(emu::wave_state)) == 0);
+    }
+  }
 }

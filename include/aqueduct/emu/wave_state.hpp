@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -147,16 +148,38 @@ struct workgroup_geometry {
              : 64u;
 }
 
+// What decides which fields of a workgroup's initial waves are written (not their values): the
+// descriptor's enable bits and preload range, the family, the workgroup's size, and the number
+// of SGPRs a PM4 dispatch's user data overwrites. Two builds with equal footprints write the
+// same fields, so the second may overwrite the first in place (build_workgroup_waves_into).
+struct wave_footprint {
+  std::uint16_t props = 0;
+  std::uint16_t preload = 0;
+  std::uint32_t rsrc2 = 0;
+  arch::family family = arch::family::gfx11;
+  std::array<std::uint32_t, 3> size{};
+  unsigned user_data_count = 0;
+  bool operator==(const wave_footprint&) const = default;
+};
+[[nodiscard]] inline wave_footprint footprint_of(const abi::kernel_descriptor& kd, arch::family fam,
+                                                 const workgroup_geometry& g, unsigned user_data_count = 0) noexcept {
+  return {kd.kernel_code_properties, kd.kernarg_preload, kd.compute_pgm_rsrc2, fam, g.size, user_data_count};
+}
+
 // The waves of one workgroup with their initial SGPRs and VGPRs.
 // `first_wave_slot`: the scratch wave slot of wave 0 (emu/workgroup_executor.hpp); wave w gets
 // private segment wave offset (first_wave_slot + w) * wave size * private_segment_size.
 // Preconditions (checked by the packet processor): the descriptor's enabled user SGPRs fit in
 // rsrc2.USER_SGPR_COUNT and the total stays below max_wave_sgprs.
 // `_into` fills `waves` (every wave rebuilt from zero; its capacity reused, so an engine that
-// keeps one vector per thread builds workgroups without a heap allocation).
+// keeps one vector per thread builds workgroups without a heap allocation). `overwrite`: `waves`
+// holds exactly what a build with the same wave_footprint left (nothing else wrote to it), so
+// every field this build writes was written then and every other one is still zero: the waves
+// are rewritten in place, without zeroing their 1.3 KB each first.
 inline void build_workgroup_waves_into(std::vector<wave_state>& waves, const abi::kernel_descriptor& kd,
                                        const abi::kernel_dispatch_packet& p, const dispatch_inputs& in,
-                                       arch::family fam, const workgroup_geometry& g, unsigned first_wave_slot = 0) {
+                                       arch::family fam, const workgroup_geometry& g, unsigned first_wave_slot = 0,
+                                       bool overwrite = false) {
   namespace kcp = abi::kernel_code_properties;
   namespace r2 = abi::compute_pgm_rsrc2;
   const std::uint16_t props = kd.kernel_code_properties;
@@ -166,11 +189,15 @@ inline void build_workgroup_waves_into(std::vector<wave_state>& waves, const abi
   const unsigned nwaves = static_cast<unsigned>(ceil_div(items, wsize));
 
   // Every wave starts from zero (one memset: wave_state is plain data whose members all default
-  // to 0 but wave_size, set below); wave 0 is built in place and is the prototype of the others.
-  static_assert(std::is_trivially_copyable_v<wave_state>);
-  waves.resize(nwaves);
-  if (nwaves == 0) return;  // an empty workgroup (the processors reject one before this)
-  std::memset(static_cast<void*>(waves.data()), 0, nwaves * sizeof(wave_state));
+  // to 0 but wave_size, set below), unless `overwrite` says the same fields are about to be
+  // written again; wave 0 is built in place and its SGPRs and scalars (everything before v0)
+  // are the prototype of the others.
+  static_assert(std::is_trivially_copyable_v<wave_state> && std::is_standard_layout_v<wave_state>);
+  if (!overwrite || waves.size() != nwaves) {
+    waves.resize(nwaves);
+    if (nwaves == 0) return;  // an empty workgroup (the processors reject one before this)
+    std::memset(static_cast<void*>(waves.data()), 0, nwaves * sizeof(wave_state));
+  }
   wave_state& proto = waves[0];
   proto.wave_size = wsize;
   unsigned s = 0;
@@ -214,10 +241,12 @@ inline void build_workgroup_waves_into(std::vector<wave_state>& waves, const abi
 
   const unsigned id_mode = r2::enable_vgpr_workitem_id::get(rsrc2);
   const bool packed = packs_workitem_ids(fam);
-  for (unsigned w = 1; w < nwaves; ++w) waves[w] = proto;
+  for (unsigned w = 1; w < nwaves; ++w) std::memcpy(static_cast<void*>(&waves[w]), &proto, offsetof(wave_state, v0));
   for (unsigned w = 0; w < nwaves; ++w) {
     wave_state& ws = waves[w];
     ws.wave_index = w;
+    ws.active_lanes = 0;  // counted below (an overwritten wave holds the last build's count)
+    ws.exec = 0;
     // Workgroup info: first-wave flag [31], workgroup size in waves [5:0] (AMDGPUUsage).
     if (r2::enable_sgpr_workgroup_info::get(rsrc2))
       ws.sgpr[info_sgpr] = (w == 0 ? 0x80000000u : 0u) | (nwaves & 0x3Fu);

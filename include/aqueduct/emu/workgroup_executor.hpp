@@ -66,18 +66,29 @@ struct dispatch_plan {
   unsigned user_data_count = 0;
 
   // The grid's workgroup count; false when it does not fit 64 bits (2^31 x 2^31 x 4 is 2^64).
-  // Keeps the per-dimension counts for geometry() (the processors call this once per dispatch).
+  // Keeps the per-dimension counts and the first row's geometry for geometry() (the processors
+  // call this once per dispatch).
   [[nodiscard]] bool try_total_workgroups(std::uint64_t& total) noexcept {
     wg_count_ = workgroup_counts(pkt);
     counted_ = sizes_of(pkt);
-    workgroup_geometry g;
-    g.count = wg_count_;
-    return total_workgroups(g, total);
+    row_ = geometry_at(pkt, wg_count_, 0);
+    last_x_ = pkt.grid_size_x - (wg_count_[0] - 1) * pkt.workgroup_size_x;
+    return total_workgroups(row_, total);
   }
-  // The geometry of workgroup `wg`: from the counts try_total_workgroups kept while the packet's
-  // sizes are still the ones it counted (no division for a first-row workgroup), else computed.
+  // The geometry of workgroup `wg`: while the packet's sizes are still the ones
+  // try_total_workgroups counted, a first-row workgroup (every one of a 1-D grid) is the first
+  // row's geometry with its x id (and the last one's partial x size): no division, no minimum;
+  // any other is computed.
   [[nodiscard]] workgroup_geometry geometry(std::uint64_t wg) const noexcept {
-    if (counted_ == sizes_of(pkt)) return geometry_at(pkt, wg_count_, wg);
+    if (still_counted()) {
+      if (wg < wg_count_[0]) {
+        workgroup_geometry g = row_;
+        g.id[0] = static_cast<std::uint32_t>(wg);
+        if (wg + 1 == wg_count_[0]) g.size[0] = last_x_;
+        return g;
+      }
+      return geometry_at(pkt, wg_count_, wg);
+    }
     return geometry_of(pkt, wg);
   }
   [[nodiscard]] unsigned wave_size() const noexcept { return wave_size_of(kd, family); }
@@ -93,8 +104,16 @@ struct dispatch_plan {
   [[nodiscard]] static std::array<std::uint32_t, 6> sizes_of(const abi::kernel_dispatch_packet& p) noexcept {
     return {p.grid_size_x, p.grid_size_y, p.grid_size_z, p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z};
   }
+  // counted_ == sizes_of(pkt), compared field by field (the array comparison is a memcmp call).
+  [[nodiscard]] bool still_counted() const noexcept {
+    return counted_[0] == pkt.grid_size_x && counted_[1] == pkt.grid_size_y && counted_[2] == pkt.grid_size_z &&
+           counted_[3] == pkt.workgroup_size_x && counted_[4] == pkt.workgroup_size_y &&
+           counted_[5] == pkt.workgroup_size_z;
+  }
   std::array<std::uint32_t, 3> wg_count_{};
   std::array<std::uint32_t, 6> counted_{};  // all 0: nothing counted (a packet's sizes never are)
+  workgroup_geometry row_{};                 // workgroup 0's geometry (the first row's sizes)
+  std::uint32_t last_x_ = 0;                 // x size of the row's last workgroup
 };
 
 // Families whose machine code this program can run: those whose interpreter <aqueduct/emu/isa.hpp>
@@ -131,11 +150,17 @@ class workgroup_executor {
   // allocation per workgroup once it has held the largest workgroup).
   [[nodiscard]] std::optional<workgroup_fault> run(const dispatch_plan& plan, std::uint64_t wg) {
     const workgroup_geometry g = plan.geometry(wg);
+    // waves_ is written only here: when the last build had this footprint, the same fields are
+    // rewritten in place (build_workgroup_waves_into's `overwrite`).
+    const wave_footprint f = footprint_of(plan.kd, plan.family, g, plan.user_data_count);
+    const bool overwrite = waves_footprint_ && *waves_footprint_ == f;
+    waves_footprint_.reset();  // a build that throws leaves nothing to overwrite
     try {
-      initial_waves_into(waves_, plan, g);
+      initial_waves_into(waves_, plan, g, overwrite);
     } catch (const std::exception& ex) {
       return workgroup_fault{workgroup_fault::kind::kernel_exception, 0, ex.what()};
     }
+    waves_footprint_ = f;
     return run(plan, g, waves_);
   }
 
@@ -199,9 +224,10 @@ class workgroup_executor {
     return pcbuf_;
   }
 
-  void initial_waves_into(std::vector<wave_state>& waves, const dispatch_plan& plan, const workgroup_geometry& g) const {
+  void initial_waves_into(std::vector<wave_state>& waves, const dispatch_plan& plan, const workgroup_geometry& g,
+                          bool overwrite = false) const {
     const unsigned first_slot = slot_ * max_waves_per_workgroup(plan.wave_size());
-    build_workgroup_waves_into(waves, plan.kd, plan.pkt, plan.inputs, plan.family, g, first_slot);
+    build_workgroup_waves_into(waves, plan.kd, plan.pkt, plan.inputs, plan.family, g, first_slot, overwrite);
     for (auto& w : waves)
       for (unsigned i = 0; i < plan.user_data_count; ++i) w.sgpr[i] = plan.user_data[i];
   }
@@ -209,6 +235,7 @@ class workgroup_executor {
   const vm_access* vm_;
   unsigned slot_;
   std::vector<wave_state> waves_;  // the workgroup being run (reused)
+  std::optional<wave_footprint> waves_footprint_;  // what built waves_ last (none: rebuild from zero)
   std::vector<std::byte> lds_;
   std::unique_ptr<isa::runner> isa_;
   arch::family isa_family_ = arch::family::gfx11;

@@ -24,7 +24,9 @@
 #include <aqueduct/emu/wave_state.hpp>
 #include <aqueduct/emu/workgroup_executor.hpp>
 
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -43,12 +45,29 @@ struct aql_dispatch_source {
   std::uint32_t max_lds_bytes = 64 * 1024;
 };
 
+// The packet's dispatch-invariant bytes: setup, workgroup and grid sizes, private and group
+// segment sizes, kernel object (bytes 2-39; the header's two bytes masked off).
+using aql_dispatch_shape = std::array<std::uint64_t, 5>;
+[[nodiscard]] inline aql_dispatch_shape shape_of(const abi::kernel_dispatch_packet& p) noexcept {
+  static_assert(offsetof(abi::kernel_dispatch_packet, kernarg_address) == 40);
+  aql_dispatch_shape s;
+  std::memcpy(s.data(), &p, sizeof s);
+  s[0] &= ~std::uint64_t{0xFFFF};
+  return s;
+}
+
 struct aql_dispatch {
   dispatch_plan plan;
   std::vector<std::uint32_t> kernarg_copy;  // kernarg preload (plan.inputs.kernarg_host points here)
   std::uint64_t total_wg = 0;
   unsigned waves_per_wg = 1;
   bool profiling = false;  // the amd_queue asks for start/end timestamps in the completion signal
+  // What the plan's packet-invariant part was derived from (plan_aql_dispatch): the packet's
+  // shape, the queue's LDS limit and family, and the kernel_object_cache epoch of the descriptor
+  // it checked (0: nothing to reuse).
+  aql_dispatch_shape shape{};
+  std::uint32_t shape_max_lds = 0;
+  std::uint64_t shape_epoch = 0;
 };
 
 // A completion or dependency signal the CP may touch.
@@ -72,13 +91,20 @@ struct kernel_object_cache {
   abi::kernel_descriptor kd{};
   emulated_code_blob blob{};
   std::shared_ptr<const host_kernel_fn> fn;  // what the registry gave for the blob's name
+  // Moves on whenever the memo above is rewritten: a plan derived under epoch e (aql_dispatch::
+  // shape_epoch) was derived from this descriptor while it still is e.
+  std::uint64_t epoch = 0;
 };
 
 // The kernel object's checks (descriptor, code entry, host kernel or machine code) into
-// plan.kd, plan.fn, plan.code_entry; `cache` may answer them (kernel_object_cache).
+// plan.kd, plan.fn, plan.code_entry; `cache` may answer them (kernel_object_cache). `epoch`:
+// the cache epoch the answer belongs to (0: not memoized); when it equals `plan_epoch` the plan
+// already holds that descriptor and host kernel, and they are not copied again.
 [[nodiscard]] inline reject plan_kernel_object(const abi::kernel_dispatch_packet& p, const aql_dispatch_source& q,
                                                const vm_access& vm, const host_kernel_registry& registry,
-                                               dispatch_plan& plan, kernel_object_cache* cache) {
+                                               dispatch_plan& plan, kernel_object_cache* cache, std::uint64_t& epoch,
+                                               std::uint64_t plan_epoch = 0) {
+  epoch = 0;
   // Read before anything is checked: a change during the checks moves it on, so what they
   // found is never memoized under a generation it does not belong to.
   const std::uint64_t vm_gen = cache ? vm.generation() : 0;
@@ -88,6 +114,8 @@ struct kernel_object_cache {
       std::memcmp(vm.host_address(p.kernel_object), &cache->kd, sizeof cache->kd) == 0 &&
       std::memcmp(vm.host_address(p.kernel_object + static_cast<std::uint64_t>(cache->kd.kernel_code_entry_byte_offset)),
                   &cache->blob, sizeof cache->blob) == 0) {
+    epoch = cache->epoch;
+    if (plan_epoch == epoch) return {};  // the plan holds this descriptor and host kernel already
     plan.kd = cache->kd;
     if (plan.fn != cache->fn) plan.fn = cache->fn;  // a recycled plan often holds it already: no refcount traffic
     plan.code_entry = 0;
@@ -141,57 +169,28 @@ struct kernel_object_cache {
     cache->kd = kd;
     cache->blob = blob;
     cache->fn = plan.fn;
+    epoch = ++cache->epoch;
   }
   return {};
 }
 
-// `out` is filled in place (a dispatch plan is large) and may be one used before (the AQL
-// processor recycles its dispatches): on success every field a dispatch reads is rewritten (the
-// kernarg copy keeps its capacity, the budget counter its allocation; the caller sets the
-// budget). Re-point out.plan.inputs.kernarg_host at out.kernarg_copy whenever `out` moves.
-// `kernels`, when given, memoizes the kernel object's checks (one per processor thread).
-[[nodiscard]] inline reject plan_aql_dispatch(const abi::kernel_dispatch_packet& p, const aql_dispatch_source& q,
-                                              const vm_access& vm, const host_kernel_registry& registry, aql_dispatch& out,
-                                              kernel_object_cache* kernels = nullptr) {
-  const unsigned dims = abi::dispatch_setup::dimensions::get(p.setup);
-  if (dims == 0 || (p.setup & ~abi::dispatch_setup::dimensions::mask) != 0)
-    return refuse(engine_fault::bad_dimensions, "setup.dimensions must be 1..3 and setup's reserved bits 0");
-  const std::uint32_t grid[3] = {p.grid_size_x, p.grid_size_y, p.grid_size_z};
-  const std::uint32_t wg[3] = {p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z};
-  for (unsigned d = 0; d < 3; ++d) {
-    if (wg[d] == 0) return refuse(engine_fault::bad_workgroup_size, "a workgroup size is 0");
-    if (grid[d] == 0) return refuse(engine_fault::bad_dimensions, "a grid size is 0");
-    if (d >= dims && (grid[d] != 1 || wg[d] != 1))
-      return refuse(engine_fault::bad_dimensions, "grid and workgroup sizes beyond setup.dimensions must be 1");
-  }
-  if (std::uint64_t(wg[0]) * wg[1] * wg[2] > 1024)
-    return refuse(engine_fault::bad_workgroup_size, "more than 1024 work-items per workgroup");
+// What changes from one packet of a shape to the next: the kernarg and completion-signal
+// addresses (checked), the packet itself, the CP's inputs (slot, dispatch id, the amd_queue's
+// scratch and profiling state as they are now) and the kernarg preload copy.
+[[nodiscard]] inline reject plan_packet_addresses(const abi::kernel_dispatch_packet& p, const aql_dispatch_source& q,
+                                                  const vm_access& vm, aql_dispatch& out) {
   dispatch_plan& plan = out.plan;
-  plan.family = q.family;
-  if (const reject r = plan_kernel_object(p, q, vm, registry, plan, kernels); r.fault != engine_fault::none) return r;
   const auto& kd = plan.kd;
   namespace kcp = abi::kernel_code_properties;
-  const std::uint16_t props = kd.kernel_code_properties;
-  if (kcp::enable_sgpr_kernarg_segment_ptr::get(props) && kd.kernarg_size != 0 &&
+  if (kcp::enable_sgpr_kernarg_segment_ptr::get(kd.kernel_code_properties) && kd.kernarg_size != 0 &&
       (p.kernarg_address == 0 || !vm.is_mapped(p.kernarg_address, kd.kernarg_size)))
     return refuse(engine_fault::kernarg_not_mapped, "", p.kernarg_address);
-  // The packet's group_segment_size is the whole group segment, static + dynamic (hsa.h:
-  // hsa_kernel_dispatch_packet_t::group_segment_size); the descriptor's static part is in it
-  // (issue 13 bug 6: it was counted twice).
-  const std::uint64_t lds = p.group_segment_size;
-  if (lds < kd.group_segment_fixed_size)
-    return refuse(engine_fault::lds_too_large, "packet group_segment_size " + std::to_string(lds) +
-                                                   " is below the kernel's static LDS (" +
-                                                   std::to_string(kd.group_segment_fixed_size) +
-                                                   " bytes, group_segment_fixed_size)");
-  if (lds > q.max_lds_bytes)
-    return refuse(engine_fault::lds_too_large,
-                  std::to_string(lds) + " bytes; the CU has " + std::to_string(q.max_lds_bytes));
   if (p.completion_signal != 0 && !aql_signal_ok(vm, p.completion_signal))
     return refuse(engine_fault::signal_not_mapped, "completion signal", p.completion_signal);
-
-  plan.pkt = p;
-  plan.lds_bytes = static_cast<std::uint32_t>(lds);
+  plan.pkt.kernarg_address = p.kernarg_address;
+  plan.pkt.completion_signal = p.completion_signal;
+  plan.pkt.header = p.header;
+  plan.pkt.reserved2 = p.reserved2;
   dispatch_inputs& inputs = plan.inputs;
   inputs = dispatch_inputs{};
   out.profiling = false;
@@ -216,6 +215,64 @@ struct kernel_object_cache {
     inputs.kernarg_host = out.kernarg_copy.data();
     inputs.kernarg_dwords = dwords;
   }
+  return {};
+}
+
+// `out` is filled in place (a dispatch plan is large) and may be one used before (the AQL
+// processor recycles its dispatches): on success every field a dispatch reads is rewritten (the
+// kernarg copy keeps its capacity, the budget counter its allocation; the caller sets the
+// budget). Re-point out.plan.inputs.kernarg_host at out.kernarg_copy whenever `out` moves.
+// `kernels`, when given, memoizes the kernel object's checks (one per processor thread), and
+// `out` remembers the packet shape its plan came from: when `out` last planned a packet of the
+// same shape, from a descriptor the memo still holds, on this queue's family and LDS limit
+// (what a replayed or repeated dispatch is), the checks and values that depend only on those
+// (sizes, dimensions, LDS, workgroup counts, waves per workgroup, the descriptor copy) are the
+// ones it has; only the packet's own addresses and the queue's state are checked and read.
+[[nodiscard]] inline reject plan_aql_dispatch(const abi::kernel_dispatch_packet& p, const aql_dispatch_source& q,
+                                              const vm_access& vm, const host_kernel_registry& registry, aql_dispatch& out,
+                                              kernel_object_cache* kernels = nullptr) {
+  const aql_dispatch_shape shape = shape_of(p);
+  const bool same_shape = kernels != nullptr && out.shape_epoch != 0 && out.shape_epoch == kernels->epoch &&
+                          out.shape == shape && out.plan.family == q.family && out.shape_max_lds == q.max_lds_bytes;
+  dispatch_plan& plan = out.plan;
+  std::uint64_t epoch = 0;
+  if (same_shape) {
+    const reject r = plan_kernel_object(p, q, vm, registry, plan, kernels, epoch, out.shape_epoch);
+    if (r.fault == engine_fault::none && epoch == out.shape_epoch) return plan_packet_addresses(p, q, vm, out);
+    out.shape_epoch = 0;  // the descriptor moved on (plan.kd may hold a refused one): nothing to reuse
+    if (r.fault != engine_fault::none) return r;
+  }
+  out.shape_epoch = 0;  // rewritten below: nothing to reuse until it succeeds
+  const unsigned dims = abi::dispatch_setup::dimensions::get(p.setup);
+  if (dims == 0 || (p.setup & ~abi::dispatch_setup::dimensions::mask) != 0)
+    return refuse(engine_fault::bad_dimensions, "setup.dimensions must be 1..3 and setup's reserved bits 0");
+  const std::uint32_t grid[3] = {p.grid_size_x, p.grid_size_y, p.grid_size_z};
+  const std::uint32_t wg[3] = {p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z};
+  for (unsigned d = 0; d < 3; ++d) {
+    if (wg[d] == 0) return refuse(engine_fault::bad_workgroup_size, "a workgroup size is 0");
+    if (grid[d] == 0) return refuse(engine_fault::bad_dimensions, "a grid size is 0");
+    if (d >= dims && (grid[d] != 1 || wg[d] != 1))
+      return refuse(engine_fault::bad_dimensions, "grid and workgroup sizes beyond setup.dimensions must be 1");
+  }
+  if (std::uint64_t(wg[0]) * wg[1] * wg[2] > 1024)
+    return refuse(engine_fault::bad_workgroup_size, "more than 1024 work-items per workgroup");
+  plan.family = q.family;
+  if (const reject r = plan_kernel_object(p, q, vm, registry, plan, kernels, epoch); r.fault != engine_fault::none) return r;
+  const auto& kd = plan.kd;
+  // The packet's group_segment_size is the whole group segment, static + dynamic (hsa.h:
+  // hsa_kernel_dispatch_packet_t::group_segment_size); the descriptor's static part is in it
+  // (issue 13 bug 6: it was counted twice).
+  const std::uint64_t lds = p.group_segment_size;
+  if (lds < kd.group_segment_fixed_size)
+    return refuse(engine_fault::lds_too_large, "packet group_segment_size " + std::to_string(lds) +
+                                                   " is below the kernel's static LDS (" +
+                                                   std::to_string(kd.group_segment_fixed_size) +
+                                                   " bytes, group_segment_fixed_size)");
+  if (lds > q.max_lds_bytes)
+    return refuse(engine_fault::lds_too_large,
+                  std::to_string(lds) + " bytes; the CU has " + std::to_string(q.max_lds_bytes));
+  plan.pkt = p;
+  plan.lds_bytes = static_cast<std::uint32_t>(lds);
   if (!plan.try_total_workgroups(out.total_wg)) {
     const workgroup_geometry g = geometry_of(p, 0);
     return refuse(engine_fault::bad_dimensions, "the grid holds 2^64 or more workgroups (" + std::to_string(g.count[0]) +
@@ -224,6 +281,10 @@ struct kernel_object_cache {
   }
   const unsigned wsize = plan.wave_size();
   out.waves_per_wg = static_cast<unsigned>((std::uint64_t(wg[0]) * wg[1] * wg[2] + wsize - 1) / wsize);
+  if (const reject r = plan_packet_addresses(p, q, vm, out); r.fault != engine_fault::none) return r;
+  out.shape = shape;
+  out.shape_max_lds = q.max_lds_bytes;
+  out.shape_epoch = epoch;
   return {};
 }
 
