@@ -276,3 +276,71 @@ TEST_CASE("workers finishing a dispatch while the processor recycles its entry: 
   // Each dispatch adds 1 + 2 + ... + groups (host arithmetic).
   CHECK(std::atomic_ref<std::uint64_t>(counter[0]).load() == std::uint64_t{dispatches} * groups * (groups + 1) / 2);
 }
+
+// The processor reuses a plan's shape-dependent part when its recycled entry last planned a
+// packet of the same sizes and kernel object (emu/detail/aql_dispatch.hpp plan_aql_dispatch).
+// With one entry (max_inflight 1) every packet below takes that path after the first, so what
+// must still be per packet is checked here: each packet's kernarg and dispatch pointers (the
+// kernel finds its counter through the packet the dispatch pointer names, alternating between
+// two), its kernarg and signal mapping, and the descriptor's bytes rewritten in place.
+namespace {
+void add_via_packet(emu::workgroup_context& wg) {
+  const auto pkt = wg.load<abi::kernel_dispatch_packet>(wg.wave(0).sgpr64(0));  // dispatch ptr: this packet
+  add(wg, pkt.kernarg_address, 1000);
+}
+}  // namespace
+
+TEST_CASE("repeated dispatches of one shape through one recycled entry: each packet's own pointers, checks and descriptor") {
+  emu::aql_processor_options opt;
+  opt.max_inflight = 1;
+  aq_test::aql_rig f(aqueduct::arch::family::gfx11, opt);
+  f.registry.add("via_packet", add_via_packet);
+  f.registry.add("add_a", add_a);
+  aq_test::kernel_object k{f.vm, dispatch_and_kernarg(), "via_packet"};
+  auto counters = gpu_alloc<std::uint64_t>(f.vm, 2, 64);
+  auto kernarg1 = gpu_alloc<std::uint64_t>(f.vm, 1, 64), kernarg2 = gpu_alloc<std::uint64_t>(f.vm, 1, 64);
+  kernarg1[0] = va(&counters[0]);
+  kernarg2[0] = va(&counters[1]);
+  for (int i = 0; i < 21; ++i)
+    f.submit(aq_test::dispatch_1d(k.va_, va(i % 2 ? kernarg2.get() : kernarg1.get()), 1, 1, 0));
+  REQUIRE(f.proc->wait_retired(f.write_index, 10s));
+  REQUIRE_FALSE(f.proc->has_error());
+  CHECK(std::atomic_ref<std::uint64_t>(counters[0]).load() == 11 * 1000);
+  CHECK(std::atomic_ref<std::uint64_t>(counters[1]).load() == 10 * 1000);
+
+  SUBCASE("the next packet's kernarg is unmapped: kernarg_not_mapped, at its address") {
+    f.vm.unmap(kernarg2.get());
+    f.submit(aq_test::dispatch_1d(k.va_, va(kernarg2.get()), 1, 1, 0));
+    REQUIRE(aq_test::wait_error(*f.proc));
+    CHECK(f.proc->error()->fault == emu::engine_fault::kernarg_not_mapped);
+    CHECK(f.proc->error()->address == va(kernarg2.get()));
+  }
+  SUBCASE("the next packet's completion signal is unmapped: signal_not_mapped") {
+    auto sig = aq_test::make_signal(f.vm, 1);
+    f.vm.unmap(sig.get());
+    f.submit(aq_test::dispatch_1d(k.va_, va(kernarg1.get()), 1, 1, va(sig.get())));
+    REQUIRE(aq_test::wait_error(*f.proc));
+    CHECK(f.proc->error()->fault == emu::engine_fault::signal_not_mapped);
+  }
+  SUBCASE("the descriptor is rewritten in place with reserved bits: bad_kernel_descriptor") {
+    abi::kernel_descriptor kd = k.kd;
+    kd.kernel_code_properties |= 0x80;
+    std::memcpy(k.mem.get(), &kd, sizeof kd);
+    f.submit(aq_test::dispatch_1d(k.va_, va(kernarg1.get()), 1, 1, 0));
+    REQUIRE(aq_test::wait_error(*f.proc));
+    CHECK(f.proc->error()->fault == emu::engine_fault::bad_kernel_descriptor);
+  }
+  SUBCASE("the descriptor and blob are rewritten in place to another layout and kernel: its SGPRs are the new ones") {
+    // kernarg pointer in s[0:1] now (no dispatch pointer): add_a adds (workgroup id + 1) * 1.
+    abi::kernel_descriptor kd = kernarg_only();
+    kd.kernel_code_entry_byte_offset = k.kd.kernel_code_entry_byte_offset;
+    std::memcpy(k.mem.get(), &kd, sizeof kd);
+    auto* blob = reinterpret_cast<abi::emulated_code_blob*>(k.mem.get() + abi::emulated_code_offset);
+    std::memcpy(blob->name, "add_a", 5);
+    blob->name_size = 5;
+    f.submit(aq_test::dispatch_1d(k.va_, va(kernarg2.get()), 1, 1, 0));
+    REQUIRE(f.proc->wait_retired(f.write_index, 10s));
+    REQUIRE_FALSE(f.proc->has_error());
+    CHECK(std::atomic_ref<std::uint64_t>(counters[1]).load() == 10 * 1000 + 1);
+  }
+}
