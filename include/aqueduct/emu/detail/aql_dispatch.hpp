@@ -82,7 +82,6 @@ struct aql_dispatch {
 // answer, so only the bytes are compared. Host kernels only (machine code is decoded afresh per
 // dispatch: plan.serial); a VM reporting generation 0 is never memoized.
 struct kernel_object_cache {
-  static_assert(sizeof(abi::kernel_descriptor) == 64 && sizeof(emulated_code_blob) == 64);
   host_kernel_cache kernels;  // the last registry lookup
   std::uint64_t kernel_object = 0;
   std::uint64_t vm_generation = 0;  // 0: nothing memoized
@@ -96,18 +95,6 @@ struct kernel_object_cache {
   // shape_epoch) was derived from this descriptor while it still is e.
   std::uint64_t epoch = 0;
 };
-
-// 64 bytes equal, compared in eight 8-byte words (inline; a memcmp call costs twice as much).
-[[nodiscard]] inline bool same_64_bytes(const void* a, const void* b) noexcept {
-  std::uint64_t diff = 0;
-  for (int i = 0; i < 8; ++i) {
-    std::uint64_t x, y;
-    std::memcpy(&x, static_cast<const std::byte*>(a) + 8 * i, 8);
-    std::memcpy(&y, static_cast<const std::byte*>(b) + 8 * i, 8);
-    diff |= x ^ y;
-  }
-  return diff == 0;
-}
 
 // The kernel object's checks (descriptor, code entry, host kernel or machine code) into
 // plan.kd, plan.fn, plan.code_entry; `cache` may answer them (kernel_object_cache). `epoch`:
@@ -124,9 +111,9 @@ struct kernel_object_cache {
   const std::uint64_t reg_gen = cache ? registry.generation() : 0;
   if (vm_gen != 0 && cache->vm_generation == vm_gen && cache->kernel_object == p.kernel_object &&
       cache->registry == &registry && cache->registry_generation == reg_gen && cache->family == q.family &&
-      same_64_bytes(vm.host_address(p.kernel_object), &cache->kd) &&
-      same_64_bytes(vm.host_address(p.kernel_object + static_cast<std::uint64_t>(cache->kd.kernel_code_entry_byte_offset)),
-                    &cache->blob)) {
+      std::memcmp(vm.host_address(p.kernel_object), &cache->kd, sizeof cache->kd) == 0 &&
+      std::memcmp(vm.host_address(p.kernel_object + static_cast<std::uint64_t>(cache->kd.kernel_code_entry_byte_offset)),
+                  &cache->blob, sizeof cache->blob) == 0) {
     epoch = cache->epoch;
     if (plan_epoch == epoch) return {};  // the plan holds this descriptor and host kernel already
     plan.kd = cache->kd;
