@@ -174,7 +174,8 @@ class workgroup_executor {
   [[nodiscard]] std::optional<workgroup_fault> run(const dispatch_plan& plan, const workgroup_geometry& g,
                                                    std::span<const wave_state> waves) {
     try {
-      lds_.assign(plan.lds_bytes, std::byte{0xA5});  // LDS starts undefined: never zero by luck
+      if (plan.lds_bytes != 0 || !lds_.empty())
+        lds_.assign(plan.lds_bytes, std::byte{0xA5});  // LDS starts undefined: never zero by luck
       workgroup_context ctx(*vm_, waves, std::span<std::byte>(lds_.data(), plan.lds_bytes), g);
       if (plan.fn) {
         (*plan.fn)(ctx);
