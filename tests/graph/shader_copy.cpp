@@ -4,10 +4,13 @@
 // try_set_copy / try_set_fill / try_set_enabled / try_bind, edges to and from SDMA and PM4 nodes,
 // graph memory, conditional bodies, traces, DOT and save/load; faults name the node; overlapping
 // ranges (on SDMA queues too), partial dwords and a device without a copy kernel are refused, named.
+// On a real GPU the kernels are the shipped machine code (runtime/detail/shader_copy_code.hpp):
+// the emulated GPUs adopted as plain device files run it on the ISA interpreter.
 // Expected values: host memcpy / dword stores over the same inputs (a host model of every replay).
 #include "counting_device.hpp"
 #include "kernels.hpp"
 
+#include <aqueduct/emu/isa.hpp>  // installs the ISA interpreter: the shipped machine code runs on it
 #include <aqueduct/graph/save.hpp>
 
 #include <doctest/doctest.h>
@@ -273,8 +276,12 @@ TEST_CASE("SDMA copies refuse overlapping ranges too: at capture, eagerly and by
 
 TEST_CASE("a device without a copy kernel refuses shader copies at capture, eagerly and at instantiation, naming SDMA") {
   // The emulator's device file adopted as a plain device file: the runtime sees no emulator (as on
-  // /dev/kfd), so it has no copy kernel for this GPU; SDMA copies still work (the control).
-  auto dev = aq::emu::device::create(aq::emu::machine_config::parse("rx7900xtx"));
+  // /dev/kfd), so it needs the shipped machine code, which has nothing for gfx950 (its generic
+  // target, gfx9-4-generic, needs LLVM 20; the bundle is built by clang-19); SDMA copies still work
+  // (the control).
+  auto cfg = aq::emu::machine_config::parse("mi300x");
+  cfg.gpus[0].gfx_target_version = 90500;  // gfx950
+  auto dev = aq::emu::device::create(cfg);
   auto sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev));
   REQUIRE(sys);
   const auto& gpu = sys->default_agent();
@@ -289,7 +296,8 @@ TEST_CASE("a device without a copy kernel refuses shader copies at capture, eage
   auto on_pm4 = [&]() -> g::task<void> { co_await g::on(pm4).fill(b.va(), 3u, 64); };
   for (const auto& what : {thrown([&] { (void)g::capture(on_aql()); }), thrown([&] { g::sync_wait(on_aql()); }),
                            thrown([&] { (void)g::capture(on_pm4()); }), thrown([&] { g::sync_wait(on_pm4()); })}) {
-    CHECK_MESSAGE(contains(what, "no copy kernel for gfx1100"), what);
+    CHECK_MESSAGE(contains(what, "no copy kernel for gfx950"), what);
+    CHECK_MESSAGE(contains(what, "gfx9-4-generic"), what);
     CHECK_MESSAGE(contains(what, "SDMA queue instead"), what);
     CHECK_MESSAGE(contains(what, "shader_copy.cpp:"), what);
   }
@@ -298,10 +306,15 @@ TEST_CASE("a device without a copy kernel refuses shader copies at capture, eage
   g::sync_wait(control());
   CHECK(b[0] == 77);
 
-  // A graph saved where a copy kernel exists loads here, and its instantiation is refused.
-  rig r;
-  auto ra = r.host_buffer(16), rb = r.host_buffer(16);
-  auto prog = [&]() -> g::task<void> { co_await g::on(r.aql).copy(rb.va(), ra.va(), 64).label("moved"); };
+  // A graph saved where a copy kernel exists (the same gfx950 machine, opened as the emulator: host
+  // kernels) loads here, and its instantiation is refused.
+  auto esys = rt::system::try_open_emulated(cfg);
+  REQUIRE(esys);
+  REQUIRE(esys->default_agent().emulated());
+  auto eaql = esys->default_agent().make_queue(aq::aql);
+  auto ra = esys->default_agent().alloc<std::uint32_t>(16, rt::memory_kind::host);
+  auto rb = esys->default_agent().alloc<std::uint32_t>(16, rt::memory_kind::host);
+  auto prog = [&]() -> g::task<void> { co_await g::on(eaql).copy(rb.va(), ra.va(), 64).label("moved"); };
   g::task_graph tg = g::capture(prog());
   tg.name("a", ra);
   tg.name("b", rb);
@@ -447,4 +460,100 @@ TEST_CASE("a topology update that adds a shader copy re-lowers its segment only,
   CHECK(b[15] == 10);
   CHECK(c[15] == 10);
   CHECK(d[15] == 10);
+}
+
+// The shipped machine code (runtime/detail/shader_copy_code.hpp) on four GPUs the runtime takes
+// for real ones: the emulated device adopted as a plain device file, the kernels run by the ISA
+// interpreter. The entry chosen is the processor's own or its generic target's (AMDGPUUsage
+// "Generic processors", spec/code-objects.md §6.4: gfx1100 and gfx1201 run gfx11-generic and
+// gfx12-generic code; LLVM 19 has no generic target for gfx90a or gfx942). Eager copies and fills
+// on AQL and PM4 queues, then a captured graph replayed with changed copy arguments, against host
+// memcpy and stores; an unaligned copy takes the byte path, an aligned one the 16-byte path.
+TEST_CASE("a real GPU runs the shipped copy and fill machine code: eager and replayed, on gfx1100, gfx1201, gfx90a, gfx942") {
+  struct gpu_case {
+    const char* preset;
+    const char* processor;  // the code object's, expected
+  };
+  for (const gpu_case c : {gpu_case{"rx7900xtx", "gfx11-generic"}, gpu_case{"rx9070xt", "gfx12-generic"},
+                           gpu_case{"mi250x", "gfx90a"}, gpu_case{"mi300x", "gfx942"}}) {
+    CAPTURE(std::string(c.preset));
+    auto dev = aq::emu::device::create(aq::emu::machine_config::parse(c.preset));
+    auto sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev));
+    REQUIRE(sys);
+    const auto& gpu = sys->default_agent();
+    REQUIRE_FALSE(gpu.emulated());
+    auto k = rt::try_shader_kernels(gpu);
+    REQUIRE_MESSAGE(k, k.get_failure().describe());
+    REQUIRE_FALSE((*k)->exe.kernels().empty());
+    CHECK((*k)->exe.kernels()[0].processor == c.processor);
+    auto aql = gpu.make_queue(aq::aql);
+    auto pm4 = gpu.make_queue(aq::pm4);
+    constexpr std::uint64_t n = (std::uint64_t{1} << 20) + 4 * 1001 + 3;  // two 1 MiB chunks, a ragged tail
+    auto src = gpu.alloc<std::uint8_t>(n, rt::memory_kind::host), dst = gpu.alloc<std::uint8_t>(n + 32, rt::memory_kind::host);
+    auto words = gpu.alloc<std::uint32_t>(1002, rt::memory_kind::host);
+    std::mt19937 rng(3);
+    for (std::uint64_t i = 0; i < n; ++i) src[i] = static_cast<std::uint8_t>(rng());
+    auto reset = [&] {
+      for (std::uint64_t i = 0; i < n + 32; ++i) dst[i] = 0xEE;
+      for (std::uint32_t i = 0; i < 1002; ++i) words[i] = 7;
+    };
+    // Host model: dst[off, off + len) = src[0, len), everything else untouched; words[1..1000] = v.
+    auto check = [&](std::uint64_t off, std::uint64_t len, std::uint32_t v) {
+      std::uint64_t wrong = 0;
+      for (std::uint64_t i = 0; i < n + 32; ++i) wrong += dst[i] != (i >= off && i < off + len ? src[i - off] : 0xEE);
+      std::uint32_t filled = 0;
+      for (std::uint32_t i = 1; i <= 1000; ++i) filled += words[i] == v;
+      CHECK(wrong == 0);
+      CHECK(filled == 1000);
+      CHECK(words[0] == 7);
+      CHECK(words[1001] == 7);
+    };
+    for (const std::uint64_t off : {std::uint64_t{5}, std::uint64_t{16}}) {  // byte path, 16-byte path
+      CAPTURE(off);
+      reset();
+      auto eager = [&]() -> g::task<void> {
+        co_await g::on(aql).copy(dst.va() + aq::byte_count(off), src.va(), n - 16);
+        co_await g::on(pm4).fill(words.va() + aq::byte_count(4), 0xC0FFEE11u, 4 * 1000);
+      };
+      g::sync_wait(eager());
+      check(off, n - 16, 0xC0FFEE11u);
+    }
+    g::node_id copy{};
+    auto prog = [&]() -> g::task<void> {
+      copy = co_await g::on(pm4).copy(dst.va(), src.va(), 4096);
+      co_await g::on(aql).fill(words.va() + aq::byte_count(4), 0x5A5A0001u, 4 * 1000);
+    };
+    auto exec = g::instantiate(g::capture(prog()));
+    reset();
+    exec.wait(exec.launch());
+    check(0, 4096, 0x5A5A0001u);
+    REQUIRE(exec.try_set_copy(copy, dst.va() + aq::byte_count(3), src.va(), n - 3));
+    reset();
+    exec.wait(exec.launch());
+    check(3, n - 3, 0x5A5A0001u);
+  }
+}
+
+TEST_CASE("the shipped bundle picks the processor's own object, else its generic target's; gfx950 has none") {
+  // Expected entries: AMDGPUUsage "Generic processors" (spec/code-objects.md §6.4) — gfx906 is in
+  // gfx9-generic, gfx1012 in gfx10-1-generic, gfx1035 in gfx10-3-generic, gfx1151 in gfx11-generic,
+  // gfx1200 in gfx12-generic; gfx908, gfx90a and gfx942 are in no LLVM 19 generic target, so the
+  // bundle carries their own objects; gfx950's generic (gfx9-4-generic) needs LLVM 20.
+  auto bundle = aq::code::offload_bundle::try_parse(rt::shader_copy_bundle());
+  REQUIRE_MESSAGE(bundle, bundle.get_failure().describe());
+  const std::pair<const char*, const char*> expect[] = {
+      {"gfx906", "gfx9-generic"},     {"gfx908", "gfx908"},           {"gfx90a", "gfx90a"},
+      {"gfx942", "gfx942"},           {"gfx1012", "gfx10-1-generic"}, {"gfx1035", "gfx10-3-generic"},
+      {"gfx1100", "gfx11-generic"},   {"gfx1151", "gfx11-generic"},   {"gfx1200", "gfx12-generic"},
+      {"gfx1201", "gfx12-generic"}};
+  for (const auto& [agent, entry] : expect) {
+    CAPTURE(std::string(agent));
+    auto pick = aq::code::try_select(bundle->entries(), aq::code::target_id{agent});
+    REQUIRE_MESSAGE(pick, std::string(pick.detail()));
+    CHECK(pick->bundle_id == std::string("hipv4-amdgcn-amd-amdhsa--") + entry);
+    auto co = aq::code::code_object::try_parse(bundle->entries()[pick->index].data);
+    REQUIRE(co);
+    CHECK(aq::code::target_of(*co).processor == entry);
+  }
+  CHECK_FALSE(aq::code::try_select(bundle->entries(), aq::code::target_id{"gfx950"}));
 }
