@@ -531,6 +531,14 @@ TEST_CASE("a real GPU runs the shipped copy and fill machine code: eager and rep
     reset();
     exec.wait(exec.launch());
     check(3, n - 3, 0x5A5A0001u);
+    // The runtime's copy engine on its shader path (no SDMA): the same machine code, 4 KiB chunks.
+    auto engine = rt::copy_engine::try_create(gpu, {.use_sdma = false, .shader_chunk_bytes = 4096});
+    REQUIRE_MESSAGE(engine, engine.get_failure().describe());
+    CHECK(engine->method() == rt::copy_method::shader);
+    reset();
+    REQUIRE(engine->try_copy(dst.va() + aq::byte_count(7), src.va(), n - 20));
+    REQUIRE(engine->try_fill(words.va() + aq::byte_count(4), 0x0BADF00Du, 4 * 1000));
+    check(7, n - 20, 0x0BADF00Du);
   }
 }
 
