@@ -8,13 +8,13 @@
 # the test runtime.shader_copy_code regenerates it and compares it with the committed header.
 # Targets: the generic ones where LLVM 19 has them (code object v6, spec/code-objects.md §6.4),
 # else the processors themselves; features unstated, so one object serves xnack on and off.
-# programs: clang-19 ld.lld-19 llvm-strip-19 clang-offload-bundler-19 sha256sum od awk
+# programs: clang-19 ld.lld-19 llvm-strip-19 clang-offload-bundler-19 sha256sum od sed grep
 set -euo pipefail
 out=${1:?usage: gen-shader-copy-code.sh OUT.hpp}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$here/shader-copy/shader_copy.cl
 targets=(gfx9-generic gfx908 gfx90a gfx942 gfx10-1-generic gfx10-3-generic gfx11-generic gfx12-generic)
-for t in clang-19 ld.lld-19 llvm-strip-19 clang-offload-bundler-19 sha256sum od awk; do
+for t in clang-19 ld.lld-19 llvm-strip-19 clang-offload-bundler-19 sha256sum od sed grep; do
   command -v "$t" >/dev/null || { echo "gen-shader-copy-code: $t not found (scripts/setup.sh installs it)" >&2; exit 2; }
 done
 tmp=$(mktemp -d)
@@ -53,7 +53,7 @@ clang_version=$(clang-19 --version | head -1)
   echo "inline constexpr std::size_t shader_copy_bundle_size = $bytes;"
   echo "// The bundle's bytes (string literals: cheap to compile; the terminating NUL is not part of it)."
   echo "inline constexpr char shader_copy_bundle[$((bytes + 1))] ="
-  od -An -v -tx1 -w96 "$tmp/bundle" | awk '{ s = "    \""; for (i = 1; i <= NF; ++i) s = s "\\x" $i; print s "\"" }'
+  od -An -v -tx1 -w96 "$tmp/bundle" | sed -e 's/ /\\x/g' -e 's/^/    "/' -e 's/$/"/'
   echo "    ;"
   echo ""
   echo "}  // namespace aqueduct::runtime::detail"
