@@ -280,8 +280,13 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
   // The packets of a dispatch of `k` (ACQUIRE_MEM + registers + DISPATCH_DIRECT +
   // CS_PARTIAL_FLUSH), with its kernargs at `kernarg` and its 64-byte dispatch packet at
   // `dispatch_packet` (both written by the caller), appended to `out`.
+  // Scratch as an eager dispatch gets it (the queue's, grown to what `k` needs; on gfx9 the V# and
+  // flat scratch init a kernel asks for even with no private memory of its own): a queue's
+  // scratch buffers live as long as the queue, so a prebuilt command keeps a valid V#.
   void encode_dispatch(command_buffer& out, const untyped_kernel& k, grid g, block b, gpu_va kernarg, gpu_va dispatch_packet) const {
-    s_->q->encode_dispatch(out, params_for(k, g, b, kernarg, dispatch_packet));
+    aqueduct::ring::pm4::dispatch_params p = params_for(k, g, b, kernarg, dispatch_packet);
+    set_scratch(p, k);
+    s_->q->encode_dispatch(out, p);
   }
   // The same as an indirect dispatch reading its workgroup counts at `counts` (COPY_DATAs into the
   // hidden block counts, then DISPATCH_INDIRECT; see dispatch_indirect).
@@ -289,6 +294,7 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
                                 gpu_va dispatch_packet) const {
     aqueduct::ring::pm4::dispatch_params p = params_for(k, grid{b.x, b.y, b.z}, b, kernarg, dispatch_packet);
     set_indirect(p, k, counts);
+    set_scratch(p, k);
     s_->q->encode_dispatch(out, p);
   }
   // RELEASE_MEM at end of pipe of the 64-bit `value` to `addr`, then (with a mailbox) the
@@ -477,6 +483,24 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
     p.dispatch_ptr = dispatch_packet;
     p.kernarg = kernarg;
     return p;
+  }
+  // The scratch fields of a prebuilt dispatch of `k` (encode_dispatch): those the eager dispatch
+  // sets. If the queue's scratch cannot grow (no memory), they stay unset, as before this existed:
+  // a kernel that then touches private memory faults on the device.
+  void set_scratch(aqueduct::ring::pm4::dispatch_params& p, const untyped_kernel& k) const {
+    namespace kcp = abi::kernel_code_properties;
+    const std::uint16_t props = k.descriptor.kernel_code_properties;
+    const bool psb = kcp::enable_sgpr_private_segment_buffer::get(props), fsi = kcp::enable_sgpr_flat_scratch_init::get(props);
+    const std::uint32_t lane_need = std::max<std::uint32_t>(k.private_segment_size, psb || fsi ? 4u : 0u);
+    if (lane_need == 0) return;
+    if (lane_need > s_->scratch.lane_bytes.load(std::memory_order_acquire) &&
+        !detail::try_grow_scratch(s_->scratch, *s_->agent, lane_need))
+      return;
+    p.scratch_base = gpu_va(s_->scratch.va);
+    p.scratch_waves = s_->scratch.waves;
+    p.scratch_bytes_per_wave = 64 * s_->scratch.lane_bytes.load(std::memory_order_relaxed);
+    if (psb) p.private_segment_buffer = detail::gfx9_scratch_srd(s_->scratch.va, s_->scratch.bytes);
+    if (fsi) p.flat_scratch_init = {lo32(s_->scratch.va), hi32(s_->scratch.va)};
   }
   // Makes `p` an indirect dispatch: COPY_DATAs of the workgroup counts at `counts` into `k`'s
   // hidden block counts, then DISPATCH_INDIRECT.
