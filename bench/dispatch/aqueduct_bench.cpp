@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <atomic>
 #include <barrier>
@@ -58,9 +59,8 @@
 #include <utility>
 #include <vector>
 
-#ifndef AQUEDUCT_BENCH_COMMIT
-#  define AQUEDUCT_BENCH_COMMIT "unknown"
-#endif
+// The commit measured (bench_commit.cpp, written at build time by commit.cmake).
+extern const char* const aqueduct_bench_commit;
 #ifndef AQUEDUCT_BENCH_BUILD_TYPE
 #  define AQUEDUCT_BENCH_BUILD_TYPE "unknown"
 #endif
@@ -256,6 +256,10 @@ void register_publish() {
   add_publish_batches<bench::aqueduct_case<P::multi, S::value>>("mp_value");
   add_publish_batches<bench::aqueduct_case<P::multi, S::if_ok>>("mp_if", true);
   add_publish_batches<bench::peer_case<bench::hsa_sp_protocol>>("peer_hsa_sp");
+  add_publish_batches<bench::peer_case<bench::hsa_sp_copy<bench::body_copy::fields>>>("peer_hsa_sp_copy_fields");
+  add_publish_batches<bench::peer_case<bench::hsa_sp_copy<bench::body_copy::memcpy60>>>("peer_hsa_sp_copy_memcpy");
+  add_publish_batches<bench::peer_case<bench::hsa_sp_copy<bench::body_copy::fields, true>>>("peer_hsa_sp_array_fields");
+  add_publish_batches<bench::peer_case<bench::hsa_sp_copy<bench::body_copy::memcpy60, true>>>("peer_hsa_sp_array_memcpy");
   add_publish_batches<bench::peer_case<bench::hsa_protocol>>("peer_hsa_mp");
   add_publish_batches<bench::peer_case<bench::hsa_protocol>>("peer_hsa_mp", true);
   add_publish_batches<bench::peer_case<bench::mutex_ring>>("peer_mutex_ring");
@@ -805,6 +809,32 @@ void compute_verdicts(const std::map<std::string, double>& instr) {
                   std::string("publish/mp_if/batch:") + b + "/threads:2",
                   std::string("publish/peer_hsa_mp/batch:") + b + "/threads:2", 1.1);
   }
+  // The copying styles against the same protocol copying the same packets (session 17): a packet
+  // read from memory costs its loads, which the in-place peer, storing values it holds in
+  // registers, never pays. sp_prebuilt against the HSA SP sequence copying the same prebuilt
+  // array; sp_submit_batch (an array written, then submitted) against the HSA SP sequence that
+  // writes an array, then copies it. Of the peer's two body copies (field by field, one 60-byte
+  // memcpy) the faster one in this run is the peer.
+  for (const char* b : {"1", "8", "64", "512"})
+    for (const auto& [ours, peer, what] : {std::tuple{"sp_prebuilt", "copy", "copying the same prebuilt array"},
+                                           std::tuple{"sp_submit_batch", "array", "writing an array, then copying it"}}) {
+      const std::string batch = std::string("/batch:") + b;
+      const std::string fields = std::string("publish/peer_hsa_sp_") + peer + "_fields" + batch;
+      const std::string copied = std::string("publish/peer_hsa_sp_") + peer + "_memcpy" + batch;
+      const bench_case* f = find(fields);
+      const bench_case* m = find(copied);
+      const std::string& best = f && m && m->med() < f->med() ? copied : fields;
+      ratio_verdict(std::string("SP publish ") + ours + " batch " + b + " <= 1.0x HSA SP " + what, std::string("publish/") + ours + batch,
+                    best, 1.0);
+      auto a = instr.find(std::string("publish/") + ours + batch);
+      auto pf = instr.find(fields), pm = instr.find(copied);
+      if (a == instr.end() || pf == instr.end() || pm == instr.end()) continue;
+      const double peer_ir = std::min(pf->second, pm->second);
+      char buf[80];
+      std::snprintf(buf, sizeof buf, "%.1f / %.1f Ir/packet", a->second, peer_ir);
+      verdicts.push_back({std::string("SP instructions ") + ours + batch + " <= 1.1x HSA SP " + what, buf, a->second / peer_ir, 1.1,
+                          false, peer_ir > 0});
+    }
   for (const char* b : {"1", "8", "64"}) {
     for (const char* st : {"sp_value", "sp_if", "sp_submit"})
       if (std::strcmp(st, "sp_submit") != 0 || std::strcmp(b, "1") == 0)
@@ -905,7 +935,7 @@ void compute_verdicts(const std::map<std::string, double>& instr) {
 }
 
 void print_table(std::FILE* out, const std::string& where) {
-  std::fprintf(out, "\naqueduct-bench — %s, commit %s, %s build\n", cpu_model().c_str(), AQUEDUCT_BENCH_COMMIT,
+  std::fprintf(out, "\naqueduct-bench — %s, commit %s, %s build\n", cpu_model().c_str(), aqueduct_bench_commit,
                AQUEDUCT_BENCH_BUILD_TYPE);
   std::fprintf(out, "device: %s; load average at the end: %s\n", where.c_str(), first_line("/proc/loadavg").c_str());
   std::fprintf(out, "publish cases run on ordinary memory (no device); medians of %d interleaved repetitions\n\n", opt.reps);
@@ -947,7 +977,7 @@ void write_json(const std::string& path, const std::string& where, const std::ma
   o << "{\n  \"machine\": {\"cpu\": \"" << json_escape(cpu_model()) << "\", \"logical_cpus\": "
     << std::thread::hardware_concurrency() << ", \"kernel\": \"" << u.sysname << " " << u.release << " " << u.machine
     << "\", \"loadavg\": \"" << json_escape(first_line("/proc/loadavg")) << "\"},\n";
-  o << "  \"commit\": \"" << AQUEDUCT_BENCH_COMMIT << "\", \"build\": \"" << AQUEDUCT_BENCH_BUILD_TYPE << "\",\n";
+  o << "  \"commit\": \"" << aqueduct_bench_commit << "\", \"build\": \"" << AQUEDUCT_BENCH_BUILD_TYPE << "\",\n";
   o << "  \"device\": \"" << json_escape(where) << "\", \"repetitions\": " << opt.reps << ",\n  \"cases\": [\n";
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];
@@ -1007,7 +1037,7 @@ bool write_plot(const std::string& png) {
   }
   std::ofstream g(dir / "plot.gp");
   g << "set terminal png size 2000,2100 font ',9'\nset output '" << png << "'\nset termoption noenhanced\n"
-    << "set multiplot layout 3,1 title 'aqueduct-bench: " << cpu_model() << ", commit " << AQUEDUCT_BENCH_COMMIT
+    << "set multiplot layout 3,1 title 'aqueduct-bench: " << cpu_model() << ", commit " << aqueduct_bench_commit
     << ", load " << first_line("/proc/loadavg") << "'\n"
     << "set xtics rotate by 60 right\nset boxwidth 0.6\nset grid ytics\nset logscale y\nset style fill empty\n"
     << "set ylabel 'ns per packet'\n"

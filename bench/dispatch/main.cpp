@@ -24,9 +24,8 @@
 #  define AQUEDUCT_BENCH_BUILD_TYPE "unknown"
 #endif
 
-#ifndef AQUEDUCT_BENCH_COMMIT
-#  define AQUEDUCT_BENCH_COMMIT "unknown"
-#endif
+// The commit measured (bench_commit.cpp, written at build time by commit.cmake).
+extern const char* const aqueduct_bench_commit;
 
 namespace {
 
@@ -56,7 +55,7 @@ void add_machine_context() {
   if (uname(&u) == 0)
     benchmark::AddCustomContext("machine.kernel", std::string(u.sysname) + " " + u.release + " " + u.machine);
   benchmark::AddCustomContext("machine.loadavg_at_start", read_first_line("/proc/loadavg"));
-  benchmark::AddCustomContext("aqueduct.commit", AQUEDUCT_BENCH_COMMIT);
+  benchmark::AddCustomContext("aqueduct.commit", aqueduct_bench_commit);
 #if defined(NDEBUG)
   benchmark::AddCustomContext("aqueduct.build", AQUEDUCT_BENCH_BUILD_TYPE ", NDEBUG (asserts off)");
 #else

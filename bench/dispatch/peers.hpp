@@ -17,6 +17,13 @@
 //    (header not published last, not atomic) — the pattern DESIGN.md requirement 1 forbids,
 //    kept ONLY as a cost reference: a packet processor may see the header before the body.
 // 4. hsa_sp_protocol: the single-producer form of 1 (no read-modify-write), fields in place.
+// 5. hsa_sp_copy<Body>: the single-producer sequence of 4 publishing packets that were built once
+//    into an array of hsa_kernel_dispatch_packet_t (what a hand-written replay does, and the fair
+//    peer of aqueduct's prebuilt style): each slot's bytes 4..63 copied from the array — field by
+//    field (body_copy::fields) or with one 60-byte memcpy (body_copy::memcpy60) — then the
+//    array's header|setup dword release-stored. With `build_first`, the packets are first written
+//    into a local array from the description, every call (the fair peer of submit_batch(span):
+//    the user's own pass over an array, then the copy).
 // Thread safety: hsa_protocol and mutex_ring any number of producers; hsa_sp_protocol and
 // naive_memcpy one.
 #pragma once
@@ -150,6 +157,85 @@ class hsa_sp_protocol {
 
  private:
   hsa_ring& r_;
+};
+
+enum class body_copy { fields, memcpy60 };
+
+template <body_copy Body, bool build_first = false>
+class hsa_sp_copy {
+ public:
+  static constexpr std::uint32_t capacity = 512;
+  explicit hsa_sp_copy(hsa_ring& r) noexcept : r_(r) {
+    for (auto& p : prebuilt_) build(p, dispatch_desc{});
+  }
+
+  AQUEDUCT_ALWAYS_INLINE void publish(const dispatch_desc& d, std::uint32_t n, std::uint64_t& full) noexcept {
+    if constexpr (build_first) {
+      hsa_kernel_dispatch_packet_t batch[capacity];
+      for (std::uint32_t i = 0; i < n; ++i) build(batch[i], d);
+      copy(batch, n, full);
+    } else {
+      copy(prebuilt_, n, full);
+    }
+  }
+
+ private:
+  static AQUEDUCT_ALWAYS_INLINE void build(hsa_kernel_dispatch_packet_t& p, const dispatch_desc& d) noexcept {
+    p.header = hsa_dispatch_header;
+    p.setup = hsa_dispatch_setup;
+    p.workgroup_size_x = d.workgroup_x;
+    p.workgroup_size_y = 1;
+    p.workgroup_size_z = 1;
+    p.reserved0 = 0;
+    p.grid_size_x = d.grid_x;
+    p.grid_size_y = 1;
+    p.grid_size_z = 1;
+    p.private_segment_size = 0;
+    p.group_segment_size = 0;
+    p.kernel_object = d.kernel_object;
+    p.kernarg_address = reinterpret_cast<void*>(d.kernarg_address);
+    p.reserved2 = 0;
+    p.completion_signal.handle = d.completion_signal;
+  }
+  AQUEDUCT_ALWAYS_INLINE void copy(const hsa_kernel_dispatch_packet_t* src, std::uint32_t n, std::uint64_t& full) noexcept {
+    amd_queue_t& q = r_.queue;
+    const std::uint32_t size = q.hsa_queue.size;
+    const std::uint64_t first = __atomic_load_n(&q.write_dispatch_id, __ATOMIC_RELAXED);
+    if (first + n - __atomic_load_n(&q.read_dispatch_id, __ATOMIC_ACQUIRE) > size) {
+      ++full;
+      wait_until([&] { return !(first + n - __atomic_load_n(&q.read_dispatch_id, __ATOMIC_ACQUIRE) > size); });
+    }
+    auto* base = static_cast<hsa_kernel_dispatch_packet_t*>(q.hsa_queue.base_address);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      hsa_kernel_dispatch_packet_t* p = base + ((first + i) & (size - 1));
+      const hsa_kernel_dispatch_packet_t& s = src[i];
+      if constexpr (Body == body_copy::fields) {
+        p->workgroup_size_x = s.workgroup_size_x;
+        p->workgroup_size_y = s.workgroup_size_y;
+        p->workgroup_size_z = s.workgroup_size_z;
+        p->reserved0 = s.reserved0;
+        p->grid_size_x = s.grid_size_x;
+        p->grid_size_y = s.grid_size_y;
+        p->grid_size_z = s.grid_size_z;
+        p->private_segment_size = s.private_segment_size;
+        p->group_segment_size = s.group_segment_size;
+        p->kernel_object = s.kernel_object;
+        p->kernarg_address = s.kernarg_address;
+        p->reserved2 = s.reserved2;
+        p->completion_signal = s.completion_signal;
+      } else {
+        std::memcpy(reinterpret_cast<unsigned char*>(p) + 4, reinterpret_cast<const unsigned char*>(&s) + 4, 60);
+      }
+      std::uint32_t header_setup;
+      std::memcpy(&header_setup, &s, 4);
+      __atomic_store_n(reinterpret_cast<std::uint32_t*>(p), header_setup, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&q.write_dispatch_id, first + n, __ATOMIC_RELEASE);
+    __atomic_store_n(&r_.doorbell, first + n - 1, __ATOMIC_RELEASE);
+  }
+
+  hsa_ring& r_;
+  hsa_kernel_dispatch_packet_t prebuilt_[capacity];
 };
 
 // A lock-protected ring over the same memory layout; correct, with the publication order right.
