@@ -542,6 +542,56 @@ TEST_CASE("a real GPU runs the shipped copy and fill machine code: eager and rep
   }
 }
 
+// A prebuilt PM4 dispatch (what graph lowering encodes) of a kernel that needs the queue's scratch
+// grows it as an eager dispatch does; when the scratch cannot grow, encode_dispatch throws the
+// allocation's failure and appends nothing (it used to leave the scratch fields unset: a zero V#
+// on the device). The allocation made to fail is found by counting the ALLOC_MEMORY_OF_GPU events
+// of a run without the fault (emu/fault_plan.hpp: `alloc=#N` fails the N-th allocation).
+TEST_CASE("a prebuilt PM4 dispatch whose scratch cannot grow throws out_of_memory and encodes nothing") {
+  const auto alloc = std::size_t(aq::emu::fault_kind::alloc);
+  struct outcome {
+    std::uint64_t before = 0, after = 0;  // ALLOC_MEMORY_OF_GPU events around the first encode
+    std::string error;
+    aq::errc code{};
+    std::size_t dwords = 0;
+    std::size_t retried_dwords = 0;
+  };
+  auto run = [&](std::uint64_t nth) {
+    auto cfg = aq::emu::machine_config::parse("mi250x");
+    cfg.faults = aq::emu::fault_plan::try_parse("alloc=#" + std::to_string(nth)).value();
+    auto dev = aq::emu::device::create(std::move(cfg));
+    auto sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev));
+    REQUIRE(sys);
+    const auto& gpu = sys->default_agent();
+    auto k = rt::try_shader_kernels(gpu);
+    REQUIRE_MESSAGE(k, k.get_failure().describe());
+    auto pm4 = gpu.make_queue(aq::pm4);
+    const auto& copy = (*k)->copy.info();
+    REQUIRE(copy.descriptor.kernel_code_properties != 0);  // gfx90a: asks for the private segment buffer
+    outcome o;
+    rt::command_buffer out;
+    o.before = dev.faults().counts().events[alloc];
+    o.error = thrown([&] { pm4.encode_dispatch(out, copy, rt::grid{64}, rt::block{64}, aq::gpu_va(0x10000), aq::gpu_va(0x20000)); },
+                     &o.code);
+    o.after = dev.faults().counts().events[alloc];
+    o.dwords = out.size();
+    pm4.encode_dispatch(out, copy, rt::grid{64}, rt::block{64}, aq::gpu_va(0x10000), aq::gpu_va(0x20000));  // the fault fired once
+    o.retried_dwords = out.size();
+    return o;
+  };
+  const outcome clean = run(std::uint64_t{1} << 40);
+  CHECK(clean.error.empty());
+  CHECK(clean.after == clean.before + 1);  // the first encode grew the scratch: one allocation
+  CHECK(clean.dwords > 0);
+  CHECK(clean.retried_dwords == 2 * clean.dwords);  // grown once: the second encode allocates nothing
+  const outcome failed = run(clean.before + 1);
+  INFO(failed.error);
+  CHECK(failed.code == aq::errc::out_of_memory);
+  CHECK(failed.error.find("ALLOC_MEMORY_OF_GPU") != std::string::npos);
+  CHECK(failed.dwords == 0);
+  CHECK(failed.retried_dwords == clean.dwords);
+}
+
 TEST_CASE("the shipped bundle picks the processor's own object, else its generic target's; gfx950 has none") {
   // Expected entries: AMDGPUUsage "Generic processors" (spec/code-objects.md §6.4) — gfx906 is in
   // gfx9-generic, gfx1012 in gfx10-1-generic, gfx1035 in gfx10-3-generic, gfx1151 in gfx11-generic,

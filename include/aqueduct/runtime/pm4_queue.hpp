@@ -283,18 +283,24 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
   // Scratch as an eager dispatch gets it (the queue's, grown to what `k` needs; on gfx9 the V# and
   // flat scratch init a kernel asks for even with no private memory of its own): a queue's
   // scratch buffers live as long as the queue, so a prebuilt command keeps a valid V#.
+  // Throws aqueduct::error (errc::out_of_memory, ...) when the scratch cannot grow; `out` is then
+  // unchanged.
   void encode_dispatch(command_buffer& out, const untyped_kernel& k, grid g, block b, gpu_va kernarg, gpu_va dispatch_packet) const {
+    const scratch_need need = scratch_need_of(k);
+    try_grow_scratch(need).value();
     aqueduct::ring::pm4::dispatch_params p = params_for(k, g, b, kernarg, dispatch_packet);
-    set_scratch(p, k);
+    set_scratch(p, need);
     s_->q->encode_dispatch(out, p);
   }
   // The same as an indirect dispatch reading its workgroup counts at `counts` (COPY_DATAs into the
   // hidden block counts, then DISPATCH_INDIRECT; see dispatch_indirect).
   void encode_dispatch_indirect(command_buffer& out, const untyped_kernel& k, gpu_va counts, block b, gpu_va kernarg,
                                 gpu_va dispatch_packet) const {
+    const scratch_need need = scratch_need_of(k);
+    try_grow_scratch(need).value();
     aqueduct::ring::pm4::dispatch_params p = params_for(k, grid{b.x, b.y, b.z}, b, kernarg, dispatch_packet);
     set_indirect(p, k, counts);
-    set_scratch(p, k);
+    set_scratch(p, need);
     s_->q->encode_dispatch(out, p);
   }
   // RELEASE_MEM at end of pipe of the 64-bit `value` to `addr`, then (with a mailbox) the
@@ -386,14 +392,8 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
     }
     if (k.kernarg_size > s_->opt.kernarg_bytes)
       return failure(errc::invalid_argument, "kernel '" + k.name + "': kernargs do not fit pm4_queue_options::kernarg_bytes");
-    // Scratch: private memory, or (gfx9) the private segment buffer / flat scratch init SGPRs a
-    // kernel asks for even with none of its own (every gfx90a kernel asks for the V#).
-    namespace kcp = abi::kernel_code_properties;
-    const std::uint16_t props = k.descriptor.kernel_code_properties;
-    const bool psb = kcp::enable_sgpr_private_segment_buffer::get(props), fsi = kcp::enable_sgpr_flat_scratch_init::get(props);
-    const std::uint32_t lane_need = std::max<std::uint32_t>(k.private_segment_size, psb || fsi ? 4u : 0u);
-    if (lane_need > s_->scratch.lane_bytes.load(std::memory_order_acquire))
-      AQUEDUCT_TRY_VOID(detail::try_grow_scratch(s_->scratch, *s_->agent, lane_need));
+    const scratch_need need = scratch_need_of(k);
+    AQUEDUCT_TRY_VOID(try_grow_scratch(need));
     if (g.x == 0 || g.y == 0 || g.z == 0 || b.x == 0 || b.y == 0 || b.z == 0)
       return failure(errc::invalid_argument, "grid and block sizes must be positive");
     if (k.freed())
@@ -418,13 +418,7 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
     aqueduct::ring::pm4::dispatch_params p = params_for(k, g, b, gpu_va(va), gpu_va(va + s_->opt.kernarg_bytes));
     if (counts) [[unlikely]]
       set_indirect(p, k, counts);
-    if (lane_need != 0) {  // architected flat scratch: base and per-wave size; gfx9: the V# / flat scratch init
-      p.scratch_base = gpu_va(s_->scratch.va);
-      p.scratch_waves = s_->scratch.waves;
-      p.scratch_bytes_per_wave = 64 * s_->scratch.lane_bytes.load(std::memory_order_relaxed);
-      if (psb) p.private_segment_buffer = detail::gfx9_scratch_srd(s_->scratch.va, s_->scratch.bytes);
-      if (fsi) p.flat_scratch_init = {lo32(s_->scratch.va), hi32(s_->scratch.va)};
-    }
+    set_scratch(p, need);
     aqueduct::ring::pm4_completion c;
     c.address = gpu_va(s_->res.pointers().va.value + progress_offset);
     c.value = seq;
@@ -484,23 +478,34 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
     p.kernarg = kernarg;
     return p;
   }
-  // The scratch fields of a prebuilt dispatch of `k` (encode_dispatch): those the eager dispatch
-  // sets. If the queue's scratch cannot grow (no memory), they stay unset, as before this existed:
-  // a kernel that then touches private memory faults on the device.
-  void set_scratch(aqueduct::ring::pm4::dispatch_params& p, const untyped_kernel& k) const {
+  // What a dispatch of `k` asks of the queue's scratch: its private memory per lane, or (gfx9)
+  // the private segment buffer / flat scratch init SGPRs a kernel asks for even with none of its
+  // own (every gfx90a kernel asks for the V#), which get at least 4 bytes a lane.
+  struct scratch_need {
+    std::uint32_t lane_bytes = 0;
+    bool segment_buffer = false, flat_init = false;
+  };
+  [[nodiscard]] static scratch_need scratch_need_of(const untyped_kernel& k) noexcept {
     namespace kcp = abi::kernel_code_properties;
     const std::uint16_t props = k.descriptor.kernel_code_properties;
     const bool psb = kcp::enable_sgpr_private_segment_buffer::get(props), fsi = kcp::enable_sgpr_flat_scratch_init::get(props);
-    const std::uint32_t lane_need = std::max<std::uint32_t>(k.private_segment_size, psb || fsi ? 4u : 0u);
-    if (lane_need == 0) return;
-    if (lane_need > s_->scratch.lane_bytes.load(std::memory_order_acquire) &&
-        !detail::try_grow_scratch(s_->scratch, *s_->agent, lane_need))
-      return;
+    return {std::max<std::uint32_t>(k.private_segment_size, psb || fsi ? 4u : 0u), psb, fsi};
+  }
+  // The queue's scratch grown to `need` (nothing to do when it is already that large).
+  [[nodiscard]] result<void> try_grow_scratch(const scratch_need& need) const {
+    if (need.lane_bytes > s_->scratch.lane_bytes.load(std::memory_order_acquire))
+      return detail::try_grow_scratch(s_->scratch, *s_->agent, need.lane_bytes);
+    return {};
+  }
+  // The scratch fields of `p` for `need`, after try_grow_scratch(need): architected flat scratch's
+  // base and per-wave size; gfx9's V# and flat scratch init. None for a kernel that needs none.
+  void set_scratch(aqueduct::ring::pm4::dispatch_params& p, const scratch_need& need) const {
+    if (need.lane_bytes == 0) return;
     p.scratch_base = gpu_va(s_->scratch.va);
     p.scratch_waves = s_->scratch.waves;
     p.scratch_bytes_per_wave = 64 * s_->scratch.lane_bytes.load(std::memory_order_relaxed);
-    if (psb) p.private_segment_buffer = detail::gfx9_scratch_srd(s_->scratch.va, s_->scratch.bytes);
-    if (fsi) p.flat_scratch_init = {lo32(s_->scratch.va), hi32(s_->scratch.va)};
+    if (need.segment_buffer) p.private_segment_buffer = detail::gfx9_scratch_srd(s_->scratch.va, s_->scratch.bytes);
+    if (need.flat_init) p.flat_scratch_init = {lo32(s_->scratch.va), hi32(s_->scratch.va)};
   }
   // Makes `p` an indirect dispatch: COPY_DATAs of the workgroup counts at `counts` into `k`'s
   // hidden block counts, then DISPATCH_INDIRECT.
