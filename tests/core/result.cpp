@@ -83,3 +83,28 @@ TEST_CASE("errc values convert to std::error_code and compare") {
   CHECK(ec != aq::errc::timeout);
   CHECK(ec.message() == "queue full");
 }
+
+TEST_CASE("value() on a failure throws aqueduct::error carrying the failure, lvalue and rvalue alike") {
+  auto expect_error = [](auto&& call) {
+    try {
+      call();
+      FAIL("value() did not throw");
+    } catch (const aq::error& e) {
+      CHECK(e.code() == aq::errc::invalid_argument);
+      CHECK(e.get_failure() == aq::errc::invalid_argument);
+      CHECK(e.get_failure().detail() == "value -2 is not positive");
+    }
+  };
+  expect_error([] { (void)parse_positive(-2).value(); });  // value() && (moves the failure out)
+  expect_error([] {
+    auto r = parse_positive(-2);
+    (void)r.value();  // value() &
+  });
+  // A move-only value type taken out of a temporary, as `q.try_reserve(n).value()` does.
+  auto make = [](int v) -> aq::result<std::unique_ptr<int>> {
+    if (v <= 0) return aq::failure(aq::errc::invalid_argument, "value " + std::to_string(v) + " is not positive");
+    return std::make_unique<int>(v);
+  };
+  CHECK(*make(4).value() == 4);
+  expect_error([&] { (void)make(-2).value(); });
+}
