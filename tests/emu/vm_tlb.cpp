@@ -66,6 +66,25 @@ class counting_vm final : public emu::vm_access {
 
 }  // namespace
 
+// The processors memoize under the TLB's generation (emu/detail/aql_dispatch.hpp's
+// kernel_object_cache, the AQL processor's amd_queue address): it must be the one the cached
+// extents belong to — 0 before the first sync, unchanged by a VM change until the next sync.
+TEST_CASE("generation() is the one the last sync() read, 0 before any") {
+  counting_vm vm;
+  vm.gen = 7;
+  emu::vm_tlb tlb(vm);
+  CHECK(tlb.generation() == 0u);  // never synced: nothing may be memoized
+  tlb.sync();
+  CHECK(tlb.generation() == 7u);
+  vm.gen = 8;                     // the VM moves on during a packet
+  CHECK(tlb.generation() == 7u);  // this packet's answers still belong to 7
+  tlb.sync();
+  CHECK(tlb.generation() == 8u);
+  vm.gen = 0;                     // a VM without generations: never memoized
+  tlb.sync();
+  CHECK(tlb.generation() == 0u);
+}
+
 TEST_CASE("hits inside a cached extent ask the VM nothing; a generation change drops every extent") {
   counting_vm vm;
   vm.ranges = {{0x10000, 0x20000}};

@@ -68,6 +68,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace aqueduct::emu {
@@ -351,13 +352,14 @@ class aql_processor : public queue_wakeup {
     });
   }
 
+  // The slot's eight words, each read once (relaxed: the header's acquire load came first).
   static abi::aql_slot read_slot(abi::aql_slot& s) noexcept {
-    abi::aql_slot out;
     auto* q = reinterpret_cast<std::uint64_t*>(s.bytes);
-    for (int i = 0; i < 8; ++i) {
-      const std::uint64_t v = std::atomic_ref<std::uint64_t>(q[i]).load(std::memory_order_relaxed);
-      std::memcpy(out.bytes + 8 * i, &v, 8);
-    }
+    auto word = [q](int i) noexcept { return std::atomic_ref<std::uint64_t>(q[i]).load(std::memory_order_relaxed); };
+    // Written out: GCC 12 keeps a loop over them as a loop.
+    const std::uint64_t w[8] = {word(0), word(1), word(2), word(3), word(4), word(5), word(6), word(7)};
+    abi::aql_slot out;
+    std::memcpy(out.bytes, w, sizeof w);
     return out;
   }
 
@@ -496,8 +498,12 @@ class aql_processor : public queue_wakeup {
     inflight* e = take_inflight();
     dispatch_job* job = &e->job;
     job->reset(launch_);
+    if (b_.amd_queue_va != 0 && (amdq_generation_ != tlb_.generation() || amdq_generation_ == 0)) {
+      amdq_ = host<abi::amd_queue>(b_.amd_queue_va);
+      amdq_generation_ = tlb_.generation();
+    }
     const detail::aql_dispatch_source src{b_.family, b_.ring_va + (launch_ & (slots_ - 1)) * abi::aql_packet_size, launch_,
-                                          b_.amd_queue_va, opt_.max_lds_bytes};
+                                          b_.amd_queue_va, opt_.max_lds_bytes, amdq_};
     if (const detail::reject r = detail::plan_aql_dispatch(p, src, tlb_, registry_, job->d, &kernels_);
         r.fault != engine_fault::none) {
       spare_inflight_.push_back(e);
@@ -505,17 +511,31 @@ class aql_processor : public queue_wakeup {
       return false;
     }
     job->d.plan.budget->store(opt_.instruction_budget, std::memory_order_relaxed);
-    push_inflight(e, snap, h, true);
+    const bool run_inline = opt_.workers == 0 || job->d.total_wg <= opt_.inline_max_workgroups;
+    // Run here with nothing else in flight: the packet is the oldest, so when its workgroups
+    // run clean it completes at once, without passing through inflight_ (a fault takes the
+    // common path: retire() reports it with the packet).
+    const bool alone = run_inline && inflight_.empty();
+    if (!alone) push_inflight(e, snap, h, true);
     if (job->d.profiling && p.completion_signal != 0)
       std::atomic_ref<std::uint64_t>(host<abi::amd_signal>(p.completion_signal)->start_ts)
           .store(events_.gpu_clock(), std::memory_order_relaxed);
     release_slot(snap);  // launched: the slot is the producer's again before any workgroup runs
-    if (opt_.workers == 0 || job->d.total_wg <= opt_.inline_max_workgroups) {
+    if (run_inline) {
       for (std::uint64_t i = 0; i < job->d.total_wg && !job->faulted.load(std::memory_order_relaxed); ++i) {
         report(*job, inline_executor_.run(job->d.plan, i));
         preemptor_.note_workgroup();
       }
       job->complete.store(true, std::memory_order_release);
+      if (alone) {
+        if (job->faulted.load(std::memory_order_relaxed)) {
+          push_inflight(e, snap, h, true);  // retire() stops the queue with it
+        } else {
+          signal_completion(p.completion_signal, h.release_scope, job->d.profiling);
+          spare_inflight_.push_back(e);
+          publish_retired(launch_ + 1);
+        }
+      }
     } else {
       {
         std::lock_guard lock(mu_);
@@ -531,6 +551,9 @@ class aql_processor : public queue_wakeup {
   // barrier bit in any order). A faulted dispatch stops the queue: nothing completes after it
   // is found. Then publishes the completed prefix (completed(), wait_retired).
   void retire() {
+    if (!inflight_.empty()) retire_done();
+  }
+  void retire_done() {
     bool any = false;
     for (std::size_t i = 0; !dead_ && i < inflight_.size();) {
       inflight& e = *inflight_[i];
@@ -553,27 +576,35 @@ class aql_processor : public queue_wakeup {
         fail(f, e.index, e.packet, addr, why);
         break;
       }
-      if (e.signal != 0 && e.is_dispatch && e.job.d.profiling)
-        std::atomic_ref<std::uint64_t>(host<abi::amd_signal>(e.signal)->end_ts).store(events_.gpu_clock(), std::memory_order_relaxed);
-      // Completion signal with the packet's release scope, then its event.
-      if (e.signal != 0) {
-        auto* sig = host<abi::amd_signal>(e.signal);
-        const auto order = e.release_scope == 0 ? std::memory_order_relaxed : std::memory_order_release;
-        std::atomic_ref<std::int64_t>(sig->value).fetch_sub(1, order);
-        const std::uint64_t mailbox = std::atomic_ref<std::uint64_t>(sig->event_mailbox_ptr).load(std::memory_order_relaxed);
-        if (mailbox != 0) {
-          const std::uint32_t id = std::atomic_ref<std::uint32_t>(sig->event_id).load(std::memory_order_relaxed);
-          if (mailbox % 8 == 0 && tlb_.is_mapped(mailbox, 8))
-            std::atomic_ref<std::uint64_t>(*host<std::uint64_t>(mailbox)).store(id, std::memory_order_release);
-          events_.signal_event(id);
-        }
-      }
+      signal_completion(e.signal, e.release_scope, e.is_dispatch && e.job.d.profiling);
       spare_inflight_.push_back(inflight_[i]);
       inflight_.erase(inflight_.begin() + static_cast<std::ptrdiff_t>(i));
       any = true;
     }
     if (!any) return;
-    retired_.store(inflight_.empty() ? launch_ : inflight_.front()->index, std::memory_order_seq_cst);
+    publish_retired(inflight_.empty() ? launch_ : inflight_.front()->index);
+  }
+
+  // A packet's completion: the profiling end stamp, the completion signal decremented with the
+  // packet's release scope, then its event (mailbox, then the notifier).
+  void signal_completion(std::uint64_t signal, std::uint8_t release_scope, bool profiling) {
+    if (signal == 0) return;
+    auto* sig = host<abi::amd_signal>(signal);
+    if (profiling) std::atomic_ref<std::uint64_t>(sig->end_ts).store(events_.gpu_clock(), std::memory_order_relaxed);
+    const auto order = release_scope == 0 ? std::memory_order_relaxed : std::memory_order_release;
+    std::atomic_ref<std::int64_t>(sig->value).fetch_sub(1, order);
+    const std::uint64_t mailbox = std::atomic_ref<std::uint64_t>(sig->event_mailbox_ptr).load(std::memory_order_relaxed);
+    if (mailbox != 0) {
+      const std::uint32_t id = std::atomic_ref<std::uint32_t>(sig->event_id).load(std::memory_order_relaxed);
+      if (mailbox % 8 == 0 && tlb_.is_mapped(mailbox, 8))
+        std::atomic_ref<std::uint64_t>(*host<std::uint64_t>(mailbox)).store(id, std::memory_order_release);
+      events_.signal_event(id);
+    }
+  }
+
+  // Every packet below `index` has completed: completed() and wait_retired see it.
+  void publish_retired(std::uint64_t index) {
+    retired_.store(index, std::memory_order_seq_cst);
     if (inflight_.empty() && has_error()) quiet_.store(true, std::memory_order_release);
     if (retire_waiters_.load(std::memory_order_seq_cst) != 0) {
       { std::lock_guard lock(mu_); }  // pairs with wait_retired's predicate check
@@ -586,8 +617,8 @@ class aql_processor : public queue_wakeup {
   // run; the next workgroups of the queued dispatches are saved, the queue stays off, and the
   // saved ones then run here (scratch slot 0: the saved waves' scratch offsets are slot 0's)
   // from the state read back. false: the queue was stopped meanwhile.
-  bool preemption_point() {
-    if (!preemptor_.due(true)) return true;
+  bool preemption_point() { return !preemptor_.due(true) || serve_preemption(); }  // the test inline
+  bool serve_preemption() {
     std::vector<dispatch_job*> jobs;
     std::vector<detail::resident_dispatch> resident;
     {
@@ -707,6 +738,9 @@ class aql_processor : public queue_wakeup {
   // generations). A kernel's data accesses go to vm_ itself.
   vm_tlb tlb_{vm_};
   detail::kernel_object_cache kernels_;
+  // b_.amd_queue_va's host address, asked of the VM once per TLB generation (0: ask again).
+  abi::amd_queue* amdq_ = nullptr;
+  std::uint64_t amdq_generation_ = 0;
   abi::aql_slot* ring_ = nullptr;
   std::uint64_t slots_ = 0;
   std::uint64_t* rptr_ = nullptr;

@@ -68,7 +68,11 @@ class vm_tlb final : public vm_access {
     return vm_->data_access_ok(va, len);
   }
   [[nodiscard]] void* host_address(std::uint64_t va) const noexcept override { return vm_->host_address(va); }
-  [[nodiscard]] std::uint64_t generation() const noexcept override { return vm_->generation(); }
+  // The generation the cached extents belong to: the one the last sync() read (0 before the
+  // first, or for a VM without generations). Every check of one packet answers for it, and a
+  // memo of those checks kept under it (detail::kernel_object_cache) is dropped at the next
+  // sync() that finds the VM changed, as the extents are.
+  [[nodiscard]] std::uint64_t generation() const noexcept override { return generation_; }
   [[nodiscard]] bool mapped_extent(std::uint64_t va, std::uint64_t& lo, std::uint64_t& hi) const noexcept override {
     return vm_->mapped_extent(va, lo, hi);
   }

@@ -159,7 +159,11 @@ struct wave_footprint {
   arch::family family = arch::family::gfx11;
   std::array<std::uint32_t, 3> size{};
   unsigned user_data_count = 0;
-  bool operator==(const wave_footprint&) const = default;
+  // Field by field (the defaulted one calls memcmp for the array: once per workgroup).
+  bool operator==(const wave_footprint& o) const noexcept {
+    return props == o.props && preload == o.preload && rsrc2 == o.rsrc2 && family == o.family &&
+           size[0] == o.size[0] && size[1] == o.size[1] && size[2] == o.size[2] && user_data_count == o.user_data_count;
+  }
 };
 [[nodiscard]] inline wave_footprint footprint_of(const abi::kernel_descriptor& kd, arch::family fam,
                                                  const workgroup_geometry& g, unsigned user_data_count = 0) noexcept {
@@ -239,6 +243,22 @@ inline void build_workgroup_waves_into(std::vector<wave_state>& waves, const abi
   if (r2::enable_private_segment::get(rsrc2)) ++s;
   proto.sgpr_initialized = s;
 
+  if (overwrite) {
+    // Every field the footprint decides (wave index, active lanes, exec, the workgroup info
+    // SGPR, the work-item ids) already holds what this build would write: only the per-dispatch
+    // and per-workgroup SGPRs (user SGPRs, workgroup ids) go to the other waves, and every
+    // wave's scratch offset is rewritten (the wave slot and private segment size may differ).
+    for (unsigned w = 0; w < nwaves; ++w) {
+      wave_state& ws = waves[w];
+      if (w != 0) {
+        std::memcpy(ws.sgpr.data(), proto.sgpr.data(), info_sgpr * sizeof(std::uint32_t));
+        ws.ttmp = proto.ttmp;
+      }
+      ws.scratch_wave_offset = (first_wave_slot + w) * wsize * p.private_segment_size;
+      if (r2::enable_private_segment::get(rsrc2)) ws.sgpr[wave_offset_sgpr] = ws.scratch_wave_offset;
+    }
+    return;
+  }
   const unsigned id_mode = r2::enable_vgpr_workitem_id::get(rsrc2);
   const bool packed = packs_workitem_ids(fam);
   for (unsigned w = 1; w < nwaves; ++w) std::memcpy(static_cast<void*>(&waves[w]), &proto, offsetof(wave_state, v0));

@@ -297,7 +297,7 @@ class aql_queue {
   AQUEDUCT_ALWAYS_INLINE std::uint64_t submit(const Pk& packet, sync::nanoseconds timeout = sync::infinite) {
     ring_span s;
     if (AQUEDUCT_LIKELY(reserver_.try_claim(1, s))) [[likely]] {
-      put_words(s.begin, packet);
+      put<body_store::words>(s.begin, packet);
       committed(s);
       return s.begin;
     }
@@ -485,22 +485,21 @@ class aql_queue {
     q->committed(s);
   }
 
+  // How put() stores a body: field by field (detail::write_body), or as the eight words
+  // make_packet builds (detail::write_body_words) — for submit(), whose packet is usually a
+  // make_packet value just built (issue 11, a user's own function: 77 -> 74 instructions with
+  // the other changes; inline 32 -> 29; a prebuilt packet passed to submit(): 88 -> 81).
+  // try_submit stores fields: sp_prebuilt's one-packet path (try_submit of a prebuilt packet)
+  // went 35 -> 44 with words.
+  enum class body_store : std::uint8_t { fields, words };
   // One packet into slot `index`: body, then header|setup with one release store.
-  template <aql_packet Pk>
+  template <body_store How = body_store::fields, aql_packet Pk>
   AQUEDUCT_ALWAYS_INLINE void put(std::uint64_t index, const Pk& packet) noexcept {
     abi::aql_slot& s = slot(index);
-    detail::write_body(s, packet);
-    sync::atomic_store(detail::header_word(s), header_dword(packet), std::memory_order_release);
-  }
-  // put() with the body stored as words (detail::write_body_words), for submit(): its packet is
-  // usually a make_packet value just built (issue 11, user's own function: 77 -> 74 instructions
-  // with the other changes; inline 32 -> 29), and a prebuilt packet passed to submit() measured
-  // fewer too (88 -> 81). try_submit keeps put(): sp_prebuilt's one-packet path (try_submit of a
-  // prebuilt packet) went 35 -> 44 with words.
-  template <aql_packet Pk>
-  AQUEDUCT_ALWAYS_INLINE void put_words(std::uint64_t index, const Pk& packet) noexcept {
-    abi::aql_slot& s = slot(index);
-    detail::write_body_words(s, packet);
+    if constexpr (How == body_store::words)
+      detail::write_body_words(s, packet);
+    else
+      detail::write_body(s, packet);
     sync::atomic_store(detail::header_word(s), header_dword(packet), std::memory_order_release);
   }
   // A claimed span from `packets`: entries 1..n-1 complete, then entry 0 (the gate), then

@@ -17,6 +17,7 @@
 #include <aqueduct/abi/aql.hpp>
 #include <aqueduct/abi/kernel_descriptor.hpp>
 #include <aqueduct/arch/family.hpp>
+#include <aqueduct/config.hpp>
 #include <aqueduct/emu/detail/decoded.hpp>
 #include <aqueduct/emu/engine_error.hpp>
 #include <aqueduct/emu/engine_ports.hpp>
@@ -34,6 +35,10 @@
 #include <string_view>
 #include <vector>
 
+#if AQUEDUCT_X86_64  // SSE2 is part of x86-64
+#  include <emmintrin.h>
+#endif
+
 namespace aqueduct::emu::detail {
 
 // The queue a packet came from, as the CP knows it.
@@ -43,17 +48,42 @@ struct aql_dispatch_source {
   std::uint64_t packet_index = 0;  // the dispatch id
   std::uint64_t amd_queue_va = 0;  // 0: none (no queue pointer, no scratch SRD, no profiling)
   std::uint32_t max_lds_bytes = 64 * 1024;
+  // The amd_queue's host address when the caller knows it (null: asked of the VM).
+  abi::amd_queue* amd_queue_host = nullptr;
 };
+
+// a[0..64) == b[0..64): four 16-byte compares where SSE2 is there (the memo's descriptor and
+// code-blob checks, once per dispatch: libc's memcmp call cost ~25 instructions each).
+[[nodiscard]] inline bool equal_64_bytes(const void* a, const void* b) noexcept {
+#if AQUEDUCT_X86_64  // SSE2 is part of x86-64
+  const auto* x = static_cast<const __m128i*>(a);
+  const auto* y = static_cast<const __m128i*>(b);
+  const __m128i e = _mm_and_si128(
+      _mm_and_si128(_mm_cmpeq_epi8(_mm_loadu_si128(x), _mm_loadu_si128(y)),
+                    _mm_cmpeq_epi8(_mm_loadu_si128(x + 1), _mm_loadu_si128(y + 1))),
+      _mm_and_si128(_mm_cmpeq_epi8(_mm_loadu_si128(x + 2), _mm_loadu_si128(y + 2)),
+                    _mm_cmpeq_epi8(_mm_loadu_si128(x + 3), _mm_loadu_si128(y + 3))));
+  return _mm_movemask_epi8(e) == 0xFFFF;
+#else
+  return std::memcmp(a, b, 64) == 0;
+#endif
+}
 
 // The packet's dispatch-invariant bytes: setup, workgroup and grid sizes, private and group
 // segment sizes, kernel object (bytes 2-39; the header's two bytes masked off).
 using aql_dispatch_shape = std::array<std::uint64_t, 5>;
 [[nodiscard]] inline aql_dispatch_shape shape_of(const abi::kernel_dispatch_packet& p) noexcept {
   static_assert(offsetof(abi::kernel_dispatch_packet, kernarg_address) == 40);
+static_assert(sizeof(abi::kernel_descriptor) == 64 && sizeof(emulated_code_blob) == 64);
   aql_dispatch_shape s;
   std::memcpy(s.data(), &p, sizeof s);
   s[0] &= ~std::uint64_t{0xFFFF};
   return s;
+}
+
+// a == b word by word (std::array's operator== calls memcmp).
+[[nodiscard]] inline bool same_shape_words(const aql_dispatch_shape& a, const aql_dispatch_shape& b) noexcept {
+  return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4])) == 0;
 }
 
 struct aql_dispatch {
@@ -90,11 +120,26 @@ struct kernel_object_cache {
   arch::family family = arch::family::gfx11;
   abi::kernel_descriptor kd{};
   emulated_code_blob blob{};
+  // Where kd and blob are read from: host addresses, stable while the VM's generation is
+  // vm_generation (a mapping changes only with the generation).
+  const void* kd_host = nullptr;
+  const void* blob_host = nullptr;
   std::shared_ptr<const host_kernel_fn> fn;  // what the registry gave for the blob's name
   // Moves on whenever the memo above is rewritten: a plan derived under epoch e (aql_dispatch::
   // shape_epoch) was derived from this descriptor while it still is e.
   std::uint64_t epoch = 0;
 };
+
+// The memo (kernel_object_cache) holds p's kernel object under the VM and registry generations
+// of now, and its descriptor and code blob still hold the bytes it checked.
+[[nodiscard]] inline bool kernel_object_memo_holds(const abi::kernel_dispatch_packet& p, const aql_dispatch_source& q,
+                                                   std::uint64_t vm_gen, std::uint64_t reg_gen,
+                                                   const host_kernel_registry& registry,
+                                                   const kernel_object_cache& cache) noexcept {
+  return vm_gen != 0 && cache.vm_generation == vm_gen && cache.kernel_object == p.kernel_object &&
+         cache.registry == &registry && cache.registry_generation == reg_gen && cache.family == q.family &&
+         equal_64_bytes(cache.kd_host, &cache.kd) && equal_64_bytes(cache.blob_host, &cache.blob);
+}
 
 // The kernel object's checks (descriptor, code entry, host kernel or machine code) into
 // plan.kd, plan.fn, plan.code_entry; `cache` may answer them (kernel_object_cache). `epoch`:
@@ -109,11 +154,7 @@ struct kernel_object_cache {
   // found is never memoized under a generation it does not belong to.
   const std::uint64_t vm_gen = cache ? vm.generation() : 0;
   const std::uint64_t reg_gen = cache ? registry.generation() : 0;
-  if (vm_gen != 0 && cache->vm_generation == vm_gen && cache->kernel_object == p.kernel_object &&
-      cache->registry == &registry && cache->registry_generation == reg_gen && cache->family == q.family &&
-      std::memcmp(vm.host_address(p.kernel_object), &cache->kd, sizeof cache->kd) == 0 &&
-      std::memcmp(vm.host_address(p.kernel_object + static_cast<std::uint64_t>(cache->kd.kernel_code_entry_byte_offset)),
-                  &cache->blob, sizeof cache->blob) == 0) {
+  if (cache && kernel_object_memo_holds(p, q, vm_gen, reg_gen, registry, *cache)) {
     epoch = cache->epoch;
     if (plan_epoch == epoch) return {};  // the plan holds this descriptor and host kernel already
     plan.kd = cache->kd;
@@ -168,6 +209,8 @@ struct kernel_object_cache {
     cache->family = q.family;
     cache->kd = kd;
     cache->blob = blob;
+    cache->kd_host = vm.host_address(p.kernel_object);
+    cache->blob_host = vm.host_address(entry);
     cache->fn = plan.fn;
     epoch = ++cache->epoch;
   }
@@ -198,7 +241,7 @@ struct kernel_object_cache {
   inputs.queue_va = q.amd_queue_va;
   inputs.dispatch_id = q.packet_index;
   if (q.amd_queue_va != 0) {
-    auto* amdq = static_cast<abi::amd_queue*>(vm.host_address(q.amd_queue_va));
+    auto* amdq = q.amd_queue_host ? q.amd_queue_host : static_cast<abi::amd_queue*>(vm.host_address(q.amd_queue_va));
     for (int i = 0; i < 4; ++i)
       inputs.scratch_srd[i] = std::atomic_ref<std::uint32_t>(amdq->scratch_resource_descriptor[i]).load(std::memory_order_relaxed);
     inputs.scratch_base = std::atomic_ref<std::uint64_t>(amdq->scratch_backing_memory_location).load(std::memory_order_relaxed);
@@ -233,10 +276,13 @@ struct kernel_object_cache {
                                               kernel_object_cache* kernels = nullptr) {
   const aql_dispatch_shape shape = shape_of(p);
   const bool same_shape = kernels != nullptr && out.shape_epoch != 0 && out.shape_epoch == kernels->epoch &&
-                          out.shape == shape && out.plan.family == q.family && out.shape_max_lds == q.max_lds_bytes;
+                          same_shape_words(out.shape, shape) && out.plan.family == q.family && out.shape_max_lds == q.max_lds_bytes;
   dispatch_plan& plan = out.plan;
   std::uint64_t epoch = 0;
   if (same_shape) {
+    // The plan holds this kernel object already (its epoch is the memo's): no check to repeat.
+    if (kernel_object_memo_holds(p, q, vm.generation(), registry.generation(), registry, *kernels))
+      return plan_packet_addresses(p, q, vm, out);
     const reject r = plan_kernel_object(p, q, vm, registry, plan, kernels, epoch, out.shape_epoch);
     if (r.fault == engine_fault::none && epoch == out.shape_epoch) return plan_packet_addresses(p, q, vm, out);
     out.shape_epoch = 0;  // the descriptor moved on (plan.kd may hold a refused one): nothing to reuse

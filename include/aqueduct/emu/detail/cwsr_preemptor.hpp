@@ -129,7 +129,10 @@ class cwsr_preemptor {
   [[nodiscard]] const cwsr_machine& machine() const noexcept { return machine_; }
 
   // ---- engine threads -----------------------------------------------------------------------------
-  void note_workgroup() noexcept { since_.fetch_add(1, std::memory_order_relaxed); }
+  // Counted only for the every-N-workgroups knob (no atomic add per workgroup without it).
+  void note_workgroup() noexcept {
+    if (opt_.every_workgroups != 0) since_.fetch_add(1, std::memory_order_relaxed);
+  }
   // A preemption is due: on demand, or a stress knob (every N workgroups counts only between
   // workgroups of a dispatch).
   [[nodiscard]] bool due(bool between_workgroups) {
