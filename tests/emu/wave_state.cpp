@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -376,4 +377,68 @@ TEST_CASE("build_workgroup_waves_into: an overwrite of the same footprint equals
       CHECK(std::memcmp(&over[w], &fresh[w], sizeof(emu::wave_state)) == 0);
     }
   }
+}
+
+// A host kernel's waves are built when it first reads them (workgroup_executor, workgroup_context::
+// waves): whatever ran on the executor before — a workgroup of another footprint whose kernel
+// never read its waves, one of the same footprint with other inputs — what a kernel reads must be
+// byte for byte what a build from zero gives (build_workgroup_waves), and reading twice builds once.
+TEST_CASE("workgroup_executor: host-kernel waves built on first read equal a build from zero") {
+  namespace kcp = abi::kernel_code_properties;
+  namespace r2 = abi::compute_pgm_rsrc2;
+  struct no_memory final : emu::vm_access {
+    [[nodiscard]] bool is_mapped(std::uint64_t, std::uint64_t) const noexcept override { return false; }
+  } vm;
+  std::vector<emu::wave_state> seen;
+  const emu::wave_state* first_data = nullptr;
+  bool same_twice = false;
+  auto reader = std::make_shared<const emu::host_kernel_fn>([&](emu::workgroup_context& ctx) {
+    const auto w = ctx.waves();
+    seen.assign(w.begin(), w.end());
+    first_data = w.data();
+    same_twice = ctx.waves().data() == w.data() && &ctx.wave(0) == w.data();
+  });
+  auto ignorer = std::make_shared<const emu::host_kernel_fn>([](emu::workgroup_context&) {});
+  auto plan_of = [&](std::uint16_t wg_x, std::uint64_t k, std::shared_ptr<const emu::host_kernel_fn> fn) {
+    emu::dispatch_plan plan;
+    plan.family = aqueduct::arch::family::gfx11;
+    plan.kd.kernel_code_properties = static_cast<std::uint16_t>(
+        kcp::enable_sgpr_dispatch_ptr::mask | kcp::enable_sgpr_kernarg_segment_ptr::mask |
+        kcp::enable_sgpr_dispatch_id::mask | kcp::enable_wavefront_size32::mask);
+    plan.kd.compute_pgm_rsrc2 = r2::user_sgpr_count::put(6) | r2::enable_sgpr_workgroup_id_x::put(1) |
+                                r2::enable_sgpr_workgroup_info::put(1) | r2::enable_private_segment::put(1);
+    plan.pkt.setup = 1;
+    plan.pkt.workgroup_size_x = wg_x, plan.pkt.workgroup_size_y = 1, plan.pkt.workgroup_size_z = 1;
+    plan.pkt.grid_size_x = 4u * wg_x, plan.pkt.grid_size_y = 1, plan.pkt.grid_size_z = 1;
+    plan.pkt.private_segment_size = 16;
+    plan.pkt.kernarg_address = 0x1000 * k;
+    plan.inputs.packet_va = 0x7e00'0000'0000ull + 64 * k;
+    plan.inputs.dispatch_id = 100 + k;
+    plan.fn = std::move(fn);
+    std::uint64_t total = 0;
+    REQUIRE(plan.try_total_workgroups(total));
+    return plan;
+  };
+  auto expect_fresh = [&](const emu::dispatch_plan& plan, std::uint64_t wg) {
+    const auto fresh = emu::build_workgroup_waves(plan.kd, plan.pkt, plan.inputs, plan.family, plan.geometry(wg), 0);
+    REQUIRE(seen.size() == fresh.size());
+    for (std::size_t w = 0; w < fresh.size(); ++w) {
+      CAPTURE(w);
+      CHECK(std::memcmp(&seen[w], &fresh[w], sizeof(emu::wave_state)) == 0);
+    }
+    CHECK(same_twice);
+  };
+  emu::workgroup_executor ex(vm, 0);
+  const auto a = plan_of(100, 1, reader);   // 4 wave32 waves, the last partial
+  CHECK_FALSE(ex.run(a, 0).has_value());
+  expect_fresh(a, 0);
+  const auto b = plan_of(40, 2, ignorer);   // another footprint, never read
+  CHECK_FALSE(ex.run(b, 3).has_value());
+  const auto a2 = plan_of(100, 3, reader);  // a's footprint, other inputs and workgroup
+  CHECK_FALSE(ex.run(a2, 2).has_value());
+  expect_fresh(a2, 2);
+  const auto b2 = plan_of(40, 4, reader);   // b's footprint, read for the first time
+  CHECK_FALSE(ex.run(b2, 1).has_value());
+  expect_fresh(b2, 1);
+  CHECK(first_data != nullptr);
 }

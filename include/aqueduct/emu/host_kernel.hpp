@@ -61,6 +61,14 @@ using abi::emulated_kernel_object_size;
 using abi::write_emulated_kernel_object;
 using abi::emulated_code_name;
 
+// Builds a workgroup's initial waves when its host kernel first reads them (the workgroup
+// executor passes one): a kernel that never looks at its registers costs no wave build. `build`
+// returns the waves, or throws what building them threw.
+struct wave_source {
+  std::span<const wave_state> (*build)(void* self) = nullptr;
+  void* self = nullptr;
+};
+
 // Everything a host kernel sees of its workgroup: the waves' initial registers, its LDS, and
 // checked access to GPU memory.
 class workgroup_context {
@@ -68,9 +76,18 @@ class workgroup_context {
   workgroup_context(const vm_access& vm, std::span<const wave_state> waves, std::span<std::byte> lds,
                     const workgroup_geometry& g) noexcept
       : vm_(&vm), waves_(waves), lds_(lds), geometry_(g) {}
+  // The waves built on first use, by `source`.
+  workgroup_context(const vm_access& vm, wave_source source, std::span<std::byte> lds, const workgroup_geometry& g) noexcept
+      : vm_(&vm), source_(source), lds_(lds), geometry_(g) {}
 
-  [[nodiscard]] std::span<const wave_state> waves() const noexcept { return waves_; }
-  [[nodiscard]] const wave_state& wave(std::size_t i) const noexcept { return waves_[i]; }
+  [[nodiscard]] std::span<const wave_state> waves() const {
+    if (source_.build != nullptr) {
+      waves_ = source_.build(source_.self);
+      source_.build = nullptr;
+    }
+    return waves_;
+  }
+  [[nodiscard]] const wave_state& wave(std::size_t i) const { return waves()[i]; }
   [[nodiscard]] std::span<std::byte> lds() const noexcept { return lds_; }
   // Geometry as the CP computed it. A faithful kernel reads ids from SGPRs/VGPRs instead; this
   // is for checks and diagnostics.
@@ -144,7 +161,8 @@ class workgroup_context {
   }
 
   const vm_access* vm_;
-  std::span<const wave_state> waves_;
+  mutable std::span<const wave_state> waves_;
+  mutable wave_source source_;  // build pending (waves() asked nothing yet)
   std::span<std::byte> lds_;
   workgroup_geometry geometry_;
 };

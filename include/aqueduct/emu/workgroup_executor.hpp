@@ -147,20 +147,20 @@ class workgroup_executor {
   }
 
   // Runs workgroup `wg` from fresh waves (built into a vector this executor keeps: no heap
-  // allocation per workgroup once it has held the largest workgroup).
+  // allocation per workgroup once it has held the largest workgroup). A host kernel's waves are
+  // built when it first reads them (workgroup_context::waves): one that never does, an empty
+  // kernel, costs no build; machine code always has them.
   [[nodiscard]] std::optional<workgroup_fault> run(const dispatch_plan& plan, std::uint64_t wg) {
     const workgroup_geometry g = plan.geometry(wg);
-    // waves_ is written only here: when the last build had this footprint, the same fields are
-    // rewritten in place (build_workgroup_waves_into's `overwrite`).
-    const wave_footprint f = footprint_of(plan.kd, plan.family, g, plan.user_data_count);
-    const bool overwrite = waves_footprint_ && *waves_footprint_ == f;
-    waves_footprint_.reset();  // a build that throws leaves nothing to overwrite
+    if (plan.fn) {
+      pending_ = {&plan, &g};
+      return run(plan, g, {}, wave_source{&build_pending, this});
+    }
     try {
-      initial_waves_into(waves_, plan, g, overwrite);
+      build_waves(plan, g);
     } catch (const std::exception& ex) {
       return workgroup_fault{workgroup_fault::kind::kernel_exception, 0, ex.what()};
     }
-    waves_footprint_ = f;
     return run(plan, g, waves_);
   }
 
@@ -171,12 +171,34 @@ class workgroup_executor {
   }
 
  private:
+  // waves_ is written only here: when the last build had this footprint, the same fields are
+  // rewritten in place (build_workgroup_waves_into's `overwrite`).
+  void build_waves(const dispatch_plan& plan, const workgroup_geometry& g) {
+    const wave_footprint f = footprint_of(plan.kd, plan.family, g, plan.user_data_count);
+    const bool overwrite = waves_footprint_ && *waves_footprint_ == f;
+    waves_footprint_.reset();  // a build that throws leaves nothing to overwrite
+    initial_waves_into(waves_, plan, g, overwrite);
+    waves_footprint_ = f;
+  }
+  // The workgroup a host kernel is running, for its first waves() (wave_source).
+  struct pending_build {
+    const dispatch_plan* plan = nullptr;
+    const workgroup_geometry* g = nullptr;
+  };
+  static std::span<const wave_state> build_pending(void* self) {
+    auto* ex = static_cast<workgroup_executor*>(self);
+    ex->build_waves(*ex->pending_.plan, *ex->pending_.g);
+    return ex->waves_;
+  }
+
+  // `lazy`: the waves are built on first use by it (a host kernel), else `waves` are the waves.
   [[nodiscard]] std::optional<workgroup_fault> run(const dispatch_plan& plan, const workgroup_geometry& g,
-                                                   std::span<const wave_state> waves) {
+                                                   std::span<const wave_state> waves, wave_source lazy = {}) {
     try {
       if (plan.lds_bytes != 0 || !lds_.empty())
         lds_.assign(plan.lds_bytes, std::byte{0xA5});  // LDS starts undefined: never zero by luck
-      workgroup_context ctx(*vm_, waves, std::span<std::byte>(lds_.data(), plan.lds_bytes), g);
+      const std::span<std::byte> lds(lds_.data(), plan.lds_bytes);
+      workgroup_context ctx = lazy.build ? workgroup_context(*vm_, lazy, lds, g) : workgroup_context(*vm_, waves, lds, g);
       if (plan.fn) {
         (*plan.fn)(ctx);
       } else if (plan.code_entry != 0) {
@@ -237,6 +259,7 @@ class workgroup_executor {
   unsigned slot_;
   std::vector<wave_state> waves_;  // the workgroup being run (reused)
   std::optional<wave_footprint> waves_footprint_;  // what built waves_ last (none: rebuild from zero)
+  pending_build pending_;
   std::vector<std::byte> lds_;
   std::unique_ptr<isa::runner> isa_;
   arch::family isa_family_ = arch::family::gfx11;
