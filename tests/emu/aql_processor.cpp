@@ -644,6 +644,31 @@ TEST_CASE("a header published without a doorbell is still consumed") {
   CHECK(v.mismatches() == 0);
 }
 
+// queue_wakeup: a doorbell rung while the processor is deciding to sleep is never lost. With no
+// idle spin and a 10 s idle poll, the processor sleeps after every packet and only a doorbell
+// wakes it in time: a lost one shows as a wait that fails after 5 s. The producer spins on the
+// completion (a blocking wait would give the processor all the time it needs to fall asleep)
+// and then waits 0 to ~2 us before the next packet, so that the doorbells sweep the
+// processor's way from its last look at the ring to its sleep.
+TEST_CASE("no doorbell is lost while the processor goes to sleep (no idle spin, 10 s idle poll)") {
+  emu::aql_processor_options opt;
+  opt.idle_spin = std::chrono::microseconds(0);
+  opt.idle_poll = std::chrono::microseconds(10'000'000);
+  queue_fixture f(arch::family::gfx11, opt);
+  f.registry.add("nothing", [](emu::workgroup_context&) {});
+  std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+  const auto ko = make_kernel_object(f.vm, kos, descriptor(0, 0, 0), "nothing");
+  const std::uint64_t before = f.proc->sleeps();
+  constexpr std::uint64_t rounds = 100000;
+  for (std::uint64_t i = 0; i < rounds; ++i) {
+    aq_test::spin_iterations(i % 97 * 8);
+    f.submit(dispatch_1d(ko, 0, 1, 1, 0));
+    REQUIRE(aq_test::spin_until([&] { return f.proc->completed() == i + 1; }));
+  }
+  CHECK(f.proc->sleeps() - before >= rounds / 4);  // it did go to sleep between packets
+  CHECK_FALSE(f.proc->has_error());
+}
+
 TEST_CASE("try_create rejects a ring that is not mapped or not a power of two") {
   test_vm vm;
   test_events ev;

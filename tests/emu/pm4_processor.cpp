@@ -339,6 +339,30 @@ TEST_CASE("COMPUTE_PGM_RSRC1.PRIV on an unaffected part (gfx1151) hangs the queu
   }
 }
 
+// queue_wakeup: a doorbell rung while the processor is deciding to sleep is never lost (no idle
+// spin, a 10 s idle poll: only the doorbell wakes it in time; a lost one fails a 5 s wait). As
+// the AQL test: the producer spins on the read pointer, then waits 0 to ~2 us.
+TEST_CASE("no PM4 doorbell is lost while the processor goes to sleep (no idle spin, 10 s idle poll)") {
+  rig_options o;
+  o.processor.idle_spin = std::chrono::microseconds(0);
+  o.processor.idle_poll = std::chrono::microseconds(10'000'000);
+  rig r(o);
+  r.start();
+  auto mem = gpu_alloc<std::uint32_t>(r.vm, 4, 64);
+  mem[0] = 0;
+  const std::uint64_t before = r.proc->sleeps();
+  constexpr std::uint32_t rounds = 100000;
+  for (std::uint32_t i = 1; i <= rounds; ++i) {
+    aq_test::spin_iterations(i % 97 * 8);
+    // COPY_DATA immediate 32 bits -> mem[0]
+    const std::uint64_t end = r.push({0xC0044000, 0x00100205, i, 0, lo(va(&mem[0])), hi(va(&mem[0]))});
+    REQUIRE(aq_test::spin_until([&] { return r.proc->read_pointer() >= end; }));
+    REQUIRE(load32(&mem[0]) == i);
+  }
+  CHECK(r.proc->sleeps() - before >= rounds / 4);
+  CHECK_FALSE(r.proc->has_error());
+}
+
 // pm4_processor_options::idle_spin: after the ring runs dry the processor polls the write pointer
 // before it sleeps, so a submission that follows within the spin finds it awake (its doorbell
 // wakes nobody). Submissions 1 ms apart: with a 10 s spin the thread never sleeps between them;

@@ -24,6 +24,24 @@ template <class Pred>
   }
 }
 
+// eventually() without the sleep: for a test that races a thread that is about to sleep (a
+// sleeping waiter would give that thread all the time it needs).
+template <class Pred>
+[[nodiscard]] bool spin_until(Pred&& pred, std::chrono::milliseconds timeout = 5000ms) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  for (unsigned i = 1;; ++i) {
+    if (pred()) return true;
+    if ((i & 255) == 0 && std::chrono::steady_clock::now() >= end) return false;
+  }
+}
+
+// A busy delay of about n loop iterations (a fraction of a nanosecond to a few each): to vary
+// where, in another thread's progress, the next step of a test lands.
+inline void spin_iterations(unsigned n) noexcept {
+  for (volatile unsigned i = 0; i < n; i = i + 1) {
+  }
+}
+
 // An acquire load of a word the device writes.
 template <class T>
 [[nodiscard]] T load_acquire(const T* p) noexcept {

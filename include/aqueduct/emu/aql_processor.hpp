@@ -613,11 +613,12 @@ class aql_processor : public queue_wakeup {
   }
 
   // ---------------------------------------------------------------- preemption
-  // Serves a pending preemption: the workers stop claiming workgroups and finish the ones they
-  // run; the next workgroups of the queued dispatches are saved, the queue stays off, and the
-  // saved ones then run here (scratch slot 0: the saved waves' scratch offsets are slot 0's)
-  // from the state read back. false: the queue was stopped meanwhile.
-  bool preemption_point() { return !preemptor_.due(true) || serve_preemption(); }  // the test inline
+  // Serves a pending preemption, if one is due (inline: when none is, the test and no call).
+  bool preemption_point() { return !preemptor_.due(true) || serve_preemption(); }
+  // The workers stop claiming workgroups and finish the ones they run; the next workgroups of
+  // the queued dispatches are saved, the queue stays off, and the saved ones then run here
+  // (scratch slot 0: the saved waves' scratch offsets are slot 0's) from the state read back.
+  // false: the queue was stopped meanwhile.
   bool serve_preemption() {
     std::vector<dispatch_job*> jobs;
     std::vector<detail::resident_dispatch> resident;

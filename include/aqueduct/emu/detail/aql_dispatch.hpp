@@ -74,7 +74,6 @@ struct aql_dispatch_source {
 using aql_dispatch_shape = std::array<std::uint64_t, 5>;
 [[nodiscard]] inline aql_dispatch_shape shape_of(const abi::kernel_dispatch_packet& p) noexcept {
   static_assert(offsetof(abi::kernel_dispatch_packet, kernarg_address) == 40);
-static_assert(sizeof(abi::kernel_descriptor) == 64 && sizeof(emulated_code_blob) == 64);
   aql_dispatch_shape s;
   std::memcpy(s.data(), &p, sizeof s);
   s[0] &= ~std::uint64_t{0xFFFF};
@@ -136,6 +135,7 @@ struct kernel_object_cache {
                                                    std::uint64_t vm_gen, std::uint64_t reg_gen,
                                                    const host_kernel_registry& registry,
                                                    const kernel_object_cache& cache) noexcept {
+  static_assert(sizeof(abi::kernel_descriptor) == 64 && sizeof(emulated_code_blob) == 64);  // equal_64_bytes
   return vm_gen != 0 && cache.vm_generation == vm_gen && cache.kernel_object == p.kernel_object &&
          cache.registry == &registry && cache.registry_generation == reg_gen && cache.family == q.family &&
          equal_64_bytes(cache.kd_host, &cache.kd) && equal_64_bytes(cache.blob_host, &cache.blob);
@@ -143,20 +143,19 @@ struct kernel_object_cache {
 
 // The kernel object's checks (descriptor, code entry, host kernel or machine code) into
 // plan.kd, plan.fn, plan.code_entry; `cache` may answer them (kernel_object_cache). `epoch`:
-// the cache epoch the answer belongs to (0: not memoized); when it equals `plan_epoch` the plan
-// already holds that descriptor and host kernel, and they are not copied again.
+// the cache epoch the answer belongs to (0: not memoized).
 [[nodiscard]] inline reject plan_kernel_object(const abi::kernel_dispatch_packet& p, const aql_dispatch_source& q,
                                                const vm_access& vm, const host_kernel_registry& registry,
-                                               dispatch_plan& plan, kernel_object_cache* cache, std::uint64_t& epoch,
-                                               std::uint64_t plan_epoch = 0) {
+                                               dispatch_plan& plan, kernel_object_cache* cache, std::uint64_t& epoch) {
   epoch = 0;
-  // Read before anything is checked: a change during the checks moves it on, so what they
-  // found is never memoized under a generation it does not belong to.
+  // Read before anything is checked. Through a translation cache (emu/vm_tlb.hpp) the VM's is
+  // the generation of its last sync(), which every check of this packet answers for; read from
+  // the VM itself, and for the registry, a change during the checks moves it on. Either way what
+  // the checks found is never memoized under a generation it does not belong to.
   const std::uint64_t vm_gen = cache ? vm.generation() : 0;
   const std::uint64_t reg_gen = cache ? registry.generation() : 0;
   if (cache && kernel_object_memo_holds(p, q, vm_gen, reg_gen, registry, *cache)) {
     epoch = cache->epoch;
-    if (plan_epoch == epoch) return {};  // the plan holds this descriptor and host kernel already
     plan.kd = cache->kd;
     if (plan.fn != cache->fn) plan.fn = cache->fn;  // a recycled plan often holds it already: no refcount traffic
     plan.code_entry = 0;
@@ -283,10 +282,7 @@ struct kernel_object_cache {
     // The plan holds this kernel object already (its epoch is the memo's): no check to repeat.
     if (kernel_object_memo_holds(p, q, vm.generation(), registry.generation(), registry, *kernels))
       return plan_packet_addresses(p, q, vm, out);
-    const reject r = plan_kernel_object(p, q, vm, registry, plan, kernels, epoch, out.shape_epoch);
-    if (r.fault == engine_fault::none && epoch == out.shape_epoch) return plan_packet_addresses(p, q, vm, out);
-    out.shape_epoch = 0;  // the descriptor moved on (plan.kd may hold a refused one): nothing to reuse
-    if (r.fault != engine_fault::none) return r;
+    // Otherwise the descriptor, its code or a generation moved on: the whole plan is redone.
   }
   out.shape_epoch = 0;  // rewritten below: nothing to reuse until it succeeds
   const unsigned dims = abi::dispatch_setup::dimensions::get(p.setup);
