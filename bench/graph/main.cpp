@@ -32,7 +32,10 @@
 //                    first). replay_indirect_cold_*: the same with every cache flushed
 //                    before each launch (not timed) — after a 10,000-node replay the emulator's
 //                    thread has evicted what the launch touches, after a 1-node one it has not, so
-//                    the warm pair compares two cache states and the cold pair compares the work
+//                    the warm pair compares two cache states and the cold pair compares the work.
+//                    replay_indirect_1_long: 1 node whose kernel keeps the emulator busy as long as
+//                    a 10,000-node replay takes (measured first), so that both launches follow
+//                    equal waits (a launching thread's lines go cold while it waits: session 19)
 //   topology_update  host cost of a topology-changing exec.try_update (one node added to or removed
 //                    from one of 4 queues, 250 kernels each) plus the launches that re-lower that
 //                    segment in each of the 4 slots (launching thread's CPU; waits not timed)
@@ -40,7 +43,8 @@
 //                    try_update did for any other topology before), with the same launches
 //   chain_wall       wall time of a 1,000 empty-kernel chain: replay vs eager (each co_awaited)
 //   while_host       host cost of one replay (launch only, indirect mode) of a device-decided
-//                    while_loop (max_iterations 10,000) that runs K = 1 and K = 10,000 iterations
+//                    while_loop (max_iterations 10,000) that runs K = 1 and K = 10,000 iterations;
+//                    while_host_1_long: K = 1 after a kernel as long as a K = 10,000 replay
 #include <aqueduct/graph.hpp>
 #include <aqueduct/runtime.hpp>
 
@@ -87,6 +91,14 @@ void decrement(aq::emu::workgroup_context& ctx) {  // *word -= 1
   const auto k = aq::emu::host_workgroup(ctx).args<word_args>();
   ctx.store<std::uint64_t>(k.word, ctx.load<std::uint64_t>(k.word) - 1);
 }
+// Busy for `ns` nanoseconds of the emulator's thread (as a kernel that runs that long would keep
+// a GPU busy): the duration-matched partner of a long chain (replay_indirect_1_long).
+void spin_for(aq::emu::workgroup_context& ctx) {
+  const auto ns = aq::emu::host_workgroup(ctx).args<std::uint64_t>();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
 using store_kernel = rt::kernel<std::uint32_t*, std::uint32_t, std::uint32_t>;
 
 struct world {
@@ -98,12 +110,14 @@ struct world {
     c.kernels.push_back(aq::emu::host_kernel::with_args<>("nothing", nothing));
     c.kernels.push_back(aq::emu::host_kernel::with_args<std::uint64_t*, std::uint64_t>("put64", put64));
     c.kernels.push_back(aq::emu::host_kernel::with_args<std::uint64_t*, std::uint64_t>("decrement", decrement));
+    c.kernels.push_back(aq::emu::host_kernel::with_args<std::uint64_t>("spin_for", spin_for));
     return c;
   }());
   store_kernel store_k = exe.get_kernel<std::uint32_t*, std::uint32_t, std::uint32_t>("store");
   rt::kernel<> nothing_k = exe.get_kernel<>("nothing");
   rt::kernel<std::uint64_t*, std::uint64_t> put64_k = exe.get_kernel<std::uint64_t*, std::uint64_t>("put64");
   rt::kernel<std::uint64_t*, std::uint64_t> decrement_k = exe.get_kernel<std::uint64_t*, std::uint64_t>("decrement");
+  rt::kernel<std::uint64_t> spin_k = exe.get_kernel<std::uint64_t>("spin_for");
   rt::buffer<std::uint64_t> word = gpu.alloc<std::uint64_t>(1, rt::memory_kind::host);
   rt::queue q = gpu.make_queue(aq::aql, {.slots = 4096});
   rt::pm4_queue pm4 = gpu.make_queue(aq::pm4);
@@ -422,15 +436,46 @@ void time_indirect_launches(benchmark::State& st, g::task<void> t, Check check, 
 }
 
 // ---- indirect mode: host cost of one replay of an N-node PM4 chain (launch only) ---------------
+template <std::uint32_t N>
+g::task<void> replay_indirect_chain() {
+  world& x = w();
+  for (std::uint32_t i = 0; i < N; ++i) co_await g::on(x.pm4).dispatch(x.nothing_k, rt::grid{1}, rt::block{1});
+}
 template <std::uint32_t N, bool Cold = false>
 void replay_indirect(benchmark::State& st) {
-  world& x = w();
-  auto prog = [&]() -> g::task<void> {
-    for (std::uint32_t i = 0; i < N; ++i) co_await g::on(x.pm4).dispatch(x.nothing_k, rt::grid{1}, rt::block{1});
-  };
-  time_indirect_launches(st, prog(), [](bool) {}, Cold);
+  time_indirect_launches(st, replay_indirect_chain<N>(), [](bool) {}, Cold);
 }
 void replay_indirect_1(benchmark::State& st) { replay_indirect<1>(st); }
+// The wall time of one replay (launch + wait) of `t` in indirect mode: the median of 5, after a
+// first launch of each replay slot.
+std::uint64_t indirect_replay_wall_ns(g::task<void> t) {
+  auto e = g::instantiate(g::capture(std::move(t)), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin(), .trace = false,
+                                                     .mode = g::replay_mode::indirect});
+  std::vector<std::uint64_t> ns;
+  for (std::uint32_t k = 0; k < 4 + 5; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = e.try_launch();
+    if (!r || !e.try_wait(*r)) return 0;
+    if (k >= 4) ns.push_back(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()));
+  }
+  std::sort(ns.begin(), ns.end());
+  return ns[ns.size() / 2];
+}
+// 1 node whose kernel keeps the emulator's thread busy as long as a replay of the 10,000-node
+// chain takes (measured first, in this case): the launching thread then waits as long before each
+// launch as in replay_indirect_10000, so the pair compares node counts at equal waits (what the
+// launch's time depends on besides its work: docs/benchmarks.md, session 19).
+void replay_indirect_1_long(benchmark::State& st) {
+  world& x = w();
+  const std::uint64_t ns = indirect_replay_wall_ns(replay_indirect_chain<10000>());
+  if (ns == 0) {
+    st.SkipWithError("the 10,000-node chain did not replay");
+    return;
+  }
+  auto prog = [&x, ns]() -> g::task<void> { co_await g::on(x.pm4).dispatch(x.spin_k, rt::grid{1}, rt::block{1}, ns); };
+  time_indirect_launches(st, prog(), [](bool) {});
+  st.counters["matched_wait_ns"] = static_cast<double>(ns);
+}
 void replay_indirect_10000(benchmark::State& st) { replay_indirect<10000>(st); }
 void replay_indirect_cold_1(benchmark::State& st) { replay_indirect<1, true>(st); }
 void replay_indirect_cold_10000(benchmark::State& st) { replay_indirect<10000, true>(st); }
@@ -450,6 +495,26 @@ void while_host(benchmark::State& st) {
 }
 void while_host_1(benchmark::State& st) { while_host<1>(st); }
 void while_host_10000(benchmark::State& st) { while_host<10000>(st); }
+// K = 1 after a kernel that keeps the emulator's thread busy as long as a K = 10,000 replay takes
+// (measured first, in this case): equal waits before each launch, as replay_indirect_1_long.
+void while_host_1_long(benchmark::State& st) {
+  world& x = w();
+  auto body = [&]() -> g::task<void> { co_await g::on(x.pm4).dispatch(x.decrement_k, rt::grid{1}, rt::block{1}, x.word, std::uint64_t{0}); };
+  auto prog = [&](std::uint64_t k, std::uint64_t spin_ns) -> g::task<void> {
+    if (spin_ns != 0) co_await g::on(x.pm4).dispatch(x.spin_k, rt::grid{1}, rt::block{1}, spin_ns);
+    co_await g::on(x.pm4).dispatch(x.put64_k, rt::grid{1}, rt::block{1}, x.word, k);
+    co_await g::while_loop(g::on(x.pm4), x.word, body, {.max_iterations = 10000});
+  };
+  const std::uint64_t ns = indirect_replay_wall_ns(prog(10000, 0));
+  if (ns == 0) {
+    st.SkipWithError("the K = 10,000 loop did not replay");
+    return;
+  }
+  time_indirect_launches(st, prog(1, ns), [&](bool ok) {
+    if (!ok || x.word[0] != 0) st.SkipWithError("the loop did not end with its word at 0");
+  });
+  st.counters["matched_wait_ns"] = static_cast<double>(ns);
+}
 
 // ---- 1,000 empty-kernel chain: replay vs eager, wall time --------------------------------------
 g::task<void> empty_chain() {
@@ -544,6 +609,11 @@ const target targets[] = {
     {"replay_indirect_cold_10000", "replay_indirect_cold_1", "the same, caches flushed before each launch (launch wall)", -1, 1.1, 250},
     {"chain_wall_replay", "chain_wall_eager", "replay <= 0.25x eager (wall)", -1, 0.25, -1},
     {"while_host_10000", "while_host_1", "device WHILE: host time per replay, K = 10,000 <= 1.1x K = 1 (launch wall)", -1, 1.1, -1},
+    // The two pairs above compare launches after waits of very different lengths (a 10,000-node
+    // replay waits ~1-15 ms, a 1-node one ~1 us), and after a long wait the launching thread's
+    // own lines are cold: these two compare the same node counts at equal waits.
+    {"replay_indirect_10000", "replay_indirect_1_long", "indirect, equal waits: 10,000 nodes <= 1.1x 1 node that runs as long (launch wall)", -1, 1.1, -1},
+    {"while_host_10000", "while_host_1_long", "device WHILE, equal waits: K = 10,000 <= 1.1x K = 1 after a kernel as long (launch wall)", -1, 1.1, -1},
 };
 
 struct table_reporter : benchmark::ConsoleReporter {
@@ -613,6 +683,7 @@ BENCHMARK(replay_floor)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(replay_after_free)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(replay_indirect_1)->UseManualTime()->Unit(benchmark::kNanosecond);
 BENCHMARK(replay_indirect_10000)->UseManualTime()->Unit(benchmark::kNanosecond)->Iterations(100);
+BENCHMARK(replay_indirect_1_long)->UseManualTime()->Unit(benchmark::kNanosecond)->Iterations(100);
 BENCHMARK(replay_indirect_cold_1)->UseManualTime()->Unit(benchmark::kNanosecond)->Iterations(10);
 BENCHMARK(replay_indirect_cold_10000)->UseManualTime()->Unit(benchmark::kNanosecond)->Iterations(10);
 BENCHMARK(chain_wall_replay)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -621,6 +692,7 @@ BENCHMARK(topology_update)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(topology_reinstantiate)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(while_host_1)->UseManualTime()->Unit(benchmark::kNanosecond)->Iterations(20);
 BENCHMARK(while_host_10000)->UseManualTime()->Unit(benchmark::kNanosecond)->Iterations(20);
+BENCHMARK(while_host_1_long)->UseManualTime()->Unit(benchmark::kNanosecond)->Iterations(20);
 
 int main(int argc, char** argv) {
   std::vector<std::string> storage = {argv[0], "--benchmark_repetitions=5", "--benchmark_display_aggregates_only=true",

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -101,17 +102,28 @@ struct dispatch_plan {
   }
 
  private:
-  [[nodiscard]] static std::array<std::uint32_t, 6> sizes_of(const abi::kernel_dispatch_packet& p) noexcept {
-    return {p.grid_size_x, p.grid_size_y, p.grid_size_z, p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z};
+  // The packet's bytes 4-23: workgroup sizes, reserved0, grid sizes (hsa.h's layout), as words.
+  struct size_words {
+    std::uint64_t a = 0, b = 0;
+    std::uint32_t c = 0;
+  };
+  [[nodiscard]] static size_words sizes_of(const abi::kernel_dispatch_packet& p) noexcept {
+    static_assert(offsetof(abi::kernel_dispatch_packet, workgroup_size_x) == 4 &&
+                  offsetof(abi::kernel_dispatch_packet, grid_size_z) == 20);
+    size_words w;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&p);
+    std::memcpy(&w.a, bytes + 4, 8);
+    std::memcpy(&w.b, bytes + 12, 8);
+    std::memcpy(&w.c, bytes + 20, 4);
+    return w;
   }
-  // counted_ == sizes_of(pkt), compared field by field (the array comparison is a memcmp call).
+  // counted_ == sizes_of(pkt): three words compared, no branch per field.
   [[nodiscard]] bool still_counted() const noexcept {
-    return counted_[0] == pkt.grid_size_x && counted_[1] == pkt.grid_size_y && counted_[2] == pkt.grid_size_z &&
-           counted_[3] == pkt.workgroup_size_x && counted_[4] == pkt.workgroup_size_y &&
-           counted_[5] == pkt.workgroup_size_z;
+    const size_words w = sizes_of(pkt);
+    return ((w.a ^ counted_.a) | (w.b ^ counted_.b) | (w.c ^ counted_.c)) == 0;
   }
   std::array<std::uint32_t, 3> wg_count_{};
-  std::array<std::uint32_t, 6> counted_{};  // all 0: nothing counted (a packet's sizes never are)
+  size_words counted_{};  // all 0: nothing counted (a packet's sizes never are)
   workgroup_geometry row_{};                 // workgroup 0's geometry (the first row's sizes)
   std::uint32_t last_x_ = 0;                 // x size of the row's last workgroup
 };
