@@ -610,8 +610,8 @@ const target targets[] = {
     {"chain_wall_replay", "chain_wall_eager", "replay <= 0.25x eager (wall)", -1, 0.25, -1},
     {"while_host_10000", "while_host_1", "device WHILE: host time per replay, K = 10,000 <= 1.1x K = 1 (launch wall)", -1, 1.1, -1},
     // The two pairs above compare launches after waits of very different lengths (a 10,000-node
-    // replay waits ~1-15 ms, a 1-node one ~1 us), and after a long wait the launching thread's
-    // own lines are cold: these two compare the same node counts at equal waits.
+    // replay waits ~1.5-20 ms on this machine, a 1-node one a few us), and after a long wait the
+    // launching thread's own lines are cold: these two compare the same node counts at equal waits.
     {"replay_indirect_10000", "replay_indirect_1_long", "indirect, equal waits: 10,000 nodes <= 1.1x 1 node that runs as long (launch wall)", -1, 1.1, -1},
     {"while_host_10000", "while_host_1_long", "device WHILE, equal waits: K = 10,000 <= 1.1x K = 1 after a kernel as long (launch wall)", -1, 1.1, -1},
 };
