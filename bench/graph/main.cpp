@@ -404,10 +404,14 @@ void replay_floor(benchmark::State& st) {
 // manual time and its thread CPU time into the counter launch_cpu_ns; the wait (not timed) is
 // handed to `check(launched and waited without error)`.
 // `cold`: the caches are flushed before each launch (not timed).
+// `t` captured and instantiated in indirect mode, 4 replay slots, spin waits, no trace.
+g::exec_graph instantiate_indirect(g::task<void> t) {
+  return g::instantiate(g::capture(std::move(t)), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin(), .trace = false,
+                                                   .mode = g::replay_mode::indirect});
+}
 template <class Check>
 void time_indirect_launches(benchmark::State& st, g::task<void> t, Check check, bool cold = false) {
-  auto e = g::instantiate(g::capture(std::move(t)), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin(), .trace = false,
-                                                     .mode = g::replay_mode::indirect});
+  auto e = instantiate_indirect(std::move(t));
   double cpu = 0;
   static std::vector<char> junk;
   if (cold) junk.resize(std::size_t{64} << 20);  // twice this machine's L3
@@ -449,8 +453,7 @@ void replay_indirect_1(benchmark::State& st) { replay_indirect<1>(st); }
 // The wall time of one replay (launch + wait) of `t` in indirect mode: the median of 5, after a
 // first launch of each replay slot.
 std::uint64_t indirect_replay_wall_ns(g::task<void> t) {
-  auto e = g::instantiate(g::capture(std::move(t)), {.replay_slots = 4, .wait = aq::sync::wait_policy::spin(), .trace = false,
-                                                     .mode = g::replay_mode::indirect});
+  auto e = instantiate_indirect(std::move(t));
   std::vector<std::uint64_t> ns;
   for (std::uint32_t k = 0; k < 4 + 5; ++k) {
     const auto t0 = std::chrono::steady_clock::now();
