@@ -16,6 +16,8 @@
 
 #include <cstring>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace abi = aqueduct::abi;
 
 #define SAME_FIELD(ours, theirs, ofield, tfield)                        \
@@ -288,3 +290,5 @@ TEST_CASE("user SGPR widths (AMDGPUUsage / spec/packets.md §1.6)") {
   CHECK(abi::user_sgpr_offset(0x0008, abi::user_sgpr::kernarg_segment_ptr) == 0);  // gfx942 vadd: s[0:1]
   CHECK(abi::user_sgpr_offset(0x0008, abi::user_sgpr::dispatch_ptr) == -1);
 }
+
+}  // namespace AQ_UNITY_ID

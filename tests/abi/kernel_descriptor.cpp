@@ -18,6 +18,8 @@
 
 #include <unistd.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace abi = aqueduct::abi;
 
 namespace {
@@ -241,3 +243,5 @@ TEST_CASE("packed work-item ids on gfx90a/gfx11 (clang-19 code reads Y from v0[1
     CHECK(packed == expect_packed);
   }
 }
+
+}  // namespace AQ_UNITY_ID

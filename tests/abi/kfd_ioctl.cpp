@@ -15,6 +15,8 @@
 
 #include <linux/kfd_ioctl.h>  // via tests/abi/kfd_uapi_shim for <drm/drm.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace k = aqueduct::abi::kfd;
 
 #define SAME_SIZE(ours, theirs) static_assert(sizeof(k::ours) == sizeof(struct theirs), #ours " size")
@@ -218,3 +220,5 @@ TEST_CASE("mmap offset encoding (spec/kfd.md §3.2)") {
   CHECK(k::doorbell_bytes_for(80003) == 4);
   CHECK(k::event_page_size == 32768);
 }
+
+}  // namespace AQ_UNITY_ID

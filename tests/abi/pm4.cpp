@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace pm4 = aqueduct::abi::pm4;
 using pm4::opcode;
 
@@ -160,3 +162,5 @@ TEST_CASE("fixed packet lengths for decoders (§1.1 headers: COUNT + 2)") {
   CHECK(pm4::fixed_packet_dwords(opcode::set_sh_reg, false) == 0u);
   CHECK(pm4::fixed_packet_dwords(opcode::nop, false) == 0u);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace sdma = aqueduct::abi::sdma;
 using sdma::engine;
 using sdma::op;
@@ -94,3 +96,5 @@ TEST_CASE("field positions (§3.2)") {
   CHECK(sdma::gcr_req::gcr_control_15_0::put(0xC3A1u) == 0xC3A10000u);
   CHECK(sdma::gcr_req::base_va_31_7::mask == 0xFFFFFF80u);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace arch = aqueduct::arch;
 
 namespace {
@@ -118,3 +120,5 @@ TEST_CASE("gfx1250 constants (Dec-2025 patch, spec/kfd.md §1.3; release UNVERIF
   CHECK(s.ctl_stack_size == 28672u);
   CHECK(s.debug_memory_size == 65536u);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -9,6 +9,8 @@
 
 #include <type_traits>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace arch = aqueduct::arch;
 
 template <class Tag>
@@ -140,3 +142,5 @@ TEST_CASE("family_of") {
   CHECK_FALSE(arch::family_of(120500).has_value());  // gfx1250
   CHECK(arch::family_name(arch::family::gfx10_3) == "gfx10.3");
 }
+
+}  // namespace AQ_UNITY_ID

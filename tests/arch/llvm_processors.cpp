@@ -16,6 +16,8 @@
 
 #include <unistd.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace arch = aqueduct::arch;
 
 namespace {
@@ -79,3 +81,5 @@ TEST_CASE("EF_AMDGPU_MACH of every LLVM 19 processor equals what llvm-mc-19 writ
   }
   std::filesystem::remove_all(dir);
 }
+
+}  // namespace AQ_UNITY_ID

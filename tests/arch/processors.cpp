@@ -10,6 +10,8 @@
 #include <set>
 #include <string>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace arch = aqueduct::arch;
 
 TEST_CASE("EF_AMDGPU_MACH values of spec/code-objects.md §2.3") {
@@ -123,3 +125,5 @@ TEST_CASE("generic targets per spec/code-objects.md §6.4, families, wave size, 
   CHECK(arch::find_processor("gfx942")->sdma_version / 10 == 4);
   CHECK(arch::find_processor("nope") == nullptr);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -7,6 +7,8 @@
 
 #include <string>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace arch = aqueduct::arch;
 
 namespace {
@@ -117,3 +119,5 @@ TEST_CASE("visit_family: void visitors, result-returning visitors, target traits
   CHECK(arch::visit_family(110000, 2, [](auto t) { return decltype(t)::acquire_mem_dwords; }).value() == 8u);
   CHECK(arch::visit_family(110000, 2, [](auto t) { return decltype(t)::doorbell_bytes; }).value() == 8u);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -9,6 +9,8 @@
 
 #include <cstring>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace code = aqueduct::code;
 using aqueduct::errc;
 
@@ -264,3 +266,5 @@ TEST_CASE("formats that are none of ours") {
   CHECK(r.get_failure() == errc::unsupported_format);
   CHECK(code::fat_binary::try_open({}).get_failure() == errc::unsupported_format);
 }
+
+}  // namespace AQ_UNITY_ID

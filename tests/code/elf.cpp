@@ -7,6 +7,8 @@
 
 #include <cstring>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace code = aqueduct::code;
 using aqueduct::errc;
 
@@ -211,3 +213,5 @@ TEST_CASE("kernarg preload descriptor fields as measured in spec §1.6 item 5") 
   CHECK(((rsrc2("vadd") >> 1) & 0x1f) == 9);  // USER_SGPR_COUNT
   CHECK(((rsrc2("fill") >> 1) & 0x1f) == 5);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace code = aqueduct::code;
 
 namespace {
@@ -55,3 +57,5 @@ TEST_CASE("fuzz regression inputs give results, never crashes") {
   }
   CHECK(n >= 1);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -13,6 +13,8 @@
 
 #include <aqueduct/code/fat_binary.hpp>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace code = aqueduct::code;
 using aqueduct::errc;
 using code::feature_setting;
@@ -264,3 +266,5 @@ TEST_CASE("a plain code object is checked against the agent") {
   REQUIRE_FALSE(r.has_value());
   CHECK(r.detail().find("xnack") != std::string_view::npos);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -19,6 +19,8 @@
 #include <unistd.h>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace code = aqueduct::code;
 
@@ -107,3 +109,5 @@ TEST_CASE("bug 15: try_read_file refuses a device and bounds every read") {
   REQUIRE_FALSE(missing.has_value());
   CHECK(std::string(missing.detail()).find("No such file or directory") != std::string::npos);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace code = aqueduct::code;
 using aqueduct::errc;
 
@@ -218,3 +220,5 @@ TEST_CASE("load errors: ET_REL, allocator failure, lying descriptors and relocat
   CHECK(code::try_load(code::code_object::parse(rb), alloc).get_failure() == errc::unsupported_format);
   CHECK(alloc.live == 0);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -7,6 +7,8 @@
 #include <aqueduct/code/elf.hpp>
 #include <aqueduct/code/metadata.hpp>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace code = aqueduct::code;
 namespace mp = aqueduct::code::msgpack;
 using aqueduct::errc;
@@ -203,3 +205,5 @@ TEST_CASE("malformed metadata: missing keys, wrong types, arguments outside the 
   auto note = *code::code_object::parse(b).metadata_note();
   for (std::size_t n = 0; n < note.size(); n += 3) CHECK_FALSE(code::try_parse_metadata(note.first(n)).has_value());
 }
+
+}  // namespace AQ_UNITY_ID

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace {
 std::string run(const std::string& args) {
   const char* exe = std::getenv("AQUEDUCT_OBJDUMP");
@@ -119,3 +121,5 @@ TEST_CASE("message: bundle IDs with terminal escape sequences are printed escape
   CHECK(out.find('\x1b') == std::string::npos);
   CHECK(out.find('\x07') == std::string::npos);
 }
+
+}  // namespace AQ_UNITY_ID

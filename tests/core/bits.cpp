@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 
 // PM4 type-3 header fields from spec/packets.md §1.1: count [29:16], opcode [15:8], type [31:30].
@@ -47,3 +49,5 @@ TEST_CASE("units keep dwords, bytes and addresses apart") {
   static_assert(!std::is_convertible_v<aq::byte_count, aq::dword_count>);
   static_assert(!std::is_convertible_v<std::uint64_t, aq::gpu_va>);
 }
+
+}  // namespace AQ_UNITY_ID

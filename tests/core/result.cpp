@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 
 namespace {
@@ -108,3 +110,5 @@ TEST_CASE("value() on a failure throws aqueduct::error carrying the failure, lva
   CHECK(*make(4).value() == 4);
   expect_error([&] { (void)make(-2).value(); });
 }
+
+}  // namespace AQ_UNITY_ID

@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace abi = aqueduct::abi;
 namespace emu = aqueduct::emu;
 using namespace std::chrono_literals;
@@ -344,3 +346,5 @@ TEST_CASE("repeated dispatches of one shape through one recycled entry: each pac
     CHECK(std::atomic_ref<std::uint64_t>(counters[1]).load() == 10 * 1000 + 1);
   }
 }
+
+}  // namespace AQ_UNITY_ID

@@ -27,6 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace abi = aqueduct::abi;
 namespace emu = aqueduct::emu;
 namespace arch = aqueduct::arch;
@@ -871,3 +873,5 @@ TEST_CASE("AQL queue without a CWSR area: a preemption hangs it (device_hang), n
   CHECK(e->to_failure() == aqueduct::errc::device_hang);
   CHECK(e->detail.find("no save area") != std::string::npos);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -9,6 +9,8 @@
 #include <string>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 using namespace pm4test;
 using namespace std::chrono_literals;
 
@@ -223,3 +225,5 @@ TEST_CASE("stress knob: preemption on a timer while a dispatch runs") {
   CHECK(r.proc->preemption_stats().preemptions >= 3);  // >= 256 * 50 us of work, a preemption every 200 us
   CHECK(r.proc->preemption_stats().waves_saved > 0);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -31,6 +31,8 @@
 #include <string>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace isa = aqueduct::emu::isa;
 namespace emu = aqueduct::emu;
 
@@ -493,3 +495,5 @@ TEST_CASE("gfx942 and gfx90a MUBUF atomics and s_buffer_load through a V#") {
   run_gfx9_buffer_atomics("gfx942", isa::gfx942_target);
   run_gfx9_buffer_atomics("gfx90a", isa::gfx90a_target);
 }
+
+}  // namespace AQ_UNITY_ID

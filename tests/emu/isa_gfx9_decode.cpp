@@ -38,6 +38,8 @@
 #define AQUEDUCT_TEST_LLVM_OBJDUMP "llvm-objdump-19"
 #endif
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace g9 = aqueduct::emu::isa::gfx9;
 using words = std::vector<std::uint32_t>;
 
@@ -539,3 +541,5 @@ TEST_CASE("docs/isa-coverage.md lists the gfx90a and gfx942 opcodes that are imp
   }
   if (write) std::ofstream(path) << doc;
 }
+
+}  // namespace AQ_UNITY_ID

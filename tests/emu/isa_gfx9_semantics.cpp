@@ -43,6 +43,8 @@
 #define AQUEDUCT_TEST_LLVM_OBJCOPY "llvm-objcopy-19"
 #endif
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace isa = aqueduct::emu::isa;
 namespace emu = aqueduct::emu;
 
@@ -524,3 +526,4 @@ TEST_CASE("gfx942/gfx90a DPP: every dpp_ctrl family, row/bank masks, bound_ctrl,
   g_mcpu = "gfx942";
 }
 
+}  // namespace AQ_UNITY_ID

@@ -41,6 +41,8 @@
 #include <string>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace isa = aqueduct::emu::isa;
 namespace emu = aqueduct::emu;
 
@@ -711,3 +713,5 @@ TEST_CASE("v_exp_f32, v_log_f32 within 1 ULP and v_sin_f32, v_cos_f32 within 2^-
 
 TEST_CASE("gfx1100 instruction semantics on edge values equal host C++") { run_target("gfx1100", isa::gfx11_target, false); }
 TEST_CASE("gfx1201 instruction semantics on edge values equal host C++") { run_target("gfx1201", isa::gfx12_target, true); }
+
+}  // namespace AQ_UNITY_ID

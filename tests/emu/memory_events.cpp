@@ -6,6 +6,8 @@
 #include <cstring>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 using namespace emu_test;
 
 TEST_CASE("ACQUIRE_VM: render node of the GPU, idempotent, -EBUSY for another file") {
@@ -318,3 +320,5 @@ TEST_CASE("events: destroying an event under a waiter fails the wait with -EIO, 
   CHECK(r == -EIO);
   CHECK(w.wait_result == k::wait_result_fail);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 using namespace pm4test;
 using namespace std::chrono_literals;
 using aq_test::load_acquire;
@@ -240,3 +242,5 @@ TEST_CASE("COND_EXEC and PRED_EXEC inside an IB skip within that IB only") {
   CHECK(out[0] == 0);
   CHECK(out[1] == 2);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -13,6 +13,8 @@
 #include <span>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace {
 
 namespace aq = aqueduct;
@@ -408,3 +410,5 @@ TEST_CASE("the control-flow packets are refused when malformed") {
   CHECK_FALSE(dt::decode_wait_reg_mem(V{0xC0053C00u, 3u | (1u << 4) | (1u << 6), 0x1000, 0, 0, ~0u, 4}));
   CHECK_FALSE(dt::decode_wait_reg_mem(V{0xC0053C00u, 3u | (3u << 6), 0x1000, 0, 0, ~0u, 4}));
 }
+
+}  // namespace AQ_UNITY_ID

@@ -17,6 +17,8 @@
 #include <optional>
 #include <string>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 using namespace pm4test;
 using namespace std::chrono_literals;
 namespace kfd = aqueduct::kfd;
@@ -174,3 +176,5 @@ TEST_CASE("a CWSR area one page short: EINVAL on a 6.12+ kernel; on an older ker
     CHECK(proc->error()->fault == emu::engine_fault::cwsr_save_failed);
   }
 }
+
+}  // namespace AQ_UNITY_ID

@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 using namespace pm4test;
 using namespace std::chrono_literals;
 
@@ -395,3 +397,5 @@ TEST_CASE("the PM4 processor polls for idle_spin after its ring runs dry: close 
     CHECK_FALSE(r.proc->has_error());
   }
 }
+
+}  // namespace AQ_UNITY_ID

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 using namespace emu_test;
 
 static_assert(aqueduct::kfd::device_file<emu::device>, "emu::device models kfd::device_file");
@@ -378,3 +380,5 @@ TEST_CASE("GFX11 MES: the wptr BO is one page of this GPU, on pre-6.12 kernels t
   CHECK(s.dev.ioctl(k::amdkfd_ioc_create_queue, &a) == 0);
   }
 }
+
+}  // namespace AQ_UNITY_ID

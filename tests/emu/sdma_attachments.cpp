@@ -16,6 +16,8 @@
 #include <cstring>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace emu = aqueduct::emu;
 namespace kfd = aqueduct::kfd;
@@ -128,3 +130,5 @@ TEST_CASE("sdma_engine_of follows the processor table's SDMA versions") {
   CHECK(emu::sdma_engine_of(120000) == engine::v7_0);  // gfx1200
   CHECK_FALSE(emu::sdma_engine_of(12345).has_value());
 }
+
+}  // namespace AQ_UNITY_ID

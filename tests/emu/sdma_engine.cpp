@@ -22,6 +22,8 @@
 
 #include <sys/mman.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace abi = aqueduct::abi;
 namespace emu = aqueduct::emu;
 namespace q = aqueduct::ring;
@@ -533,3 +535,5 @@ TEST_CASE("SDMA INDIRECT that does not end on an 8-dword boundary, or inside an 
     CHECK(e.in_indirect_buffer);
   }
 }
+
+}  // namespace AQ_UNITY_ID

@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 using namespace emu_test;
 
 namespace {
@@ -173,3 +175,5 @@ TEST_CASE("bug 16: the topology tree of an aborted process is gone once another 
   session second(emu::machine_config::parse("rx7900xtx"));
   CHECK(std::filesystem::exists(live.dev.sysfs_root() / "generation_id"));
 }
+
+}  // namespace AQ_UNITY_ID

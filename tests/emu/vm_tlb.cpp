@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace emu = aqueduct::emu;
 
 namespace {
@@ -216,3 +218,5 @@ TEST_CASE("emu::gpu_vm moves its generation on at every change; the device's vie
   vm.note_unmap(b.va, 0x2000);
   CHECK(view.generation() > g);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -22,6 +22,8 @@
 
 #include <unistd.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace abi = aqueduct::abi;
 namespace emu = aqueduct::emu;
 namespace arch = aqueduct::arch;
@@ -442,3 +444,5 @@ TEST_CASE("workgroup_executor: host-kernel waves built on first read equal a bui
   expect_fresh(b2, 1);
   CHECK(first_data != nullptr);
 }
+
+}  // namespace AQ_UNITY_ID

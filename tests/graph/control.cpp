@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
 namespace rt = aqueduct::runtime;
@@ -326,3 +328,5 @@ TEST_CASE("an indirect kernel node: the workgroup count a kernel before it wrote
     CHECK(contains(s.detail(), "indirect kernel's grid"));
   }
 }
+
+}  // namespace AQ_UNITY_ID

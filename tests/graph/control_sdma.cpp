@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
 namespace rt = aqueduct::runtime;
@@ -201,3 +203,5 @@ TEST_CASE("SDMA conditionals: a kernel in the body, or a loop too large for a ri
   e.wait(e.launch());
   CHECK(f.chain[0] == 1060);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
 namespace rt = aqueduct::runtime;
@@ -337,3 +339,5 @@ TEST_CASE("trace::try_write names the path and the OS error when it cannot write
   CHECK(contains(std::string(w.detail()), "/nonexistent-dir/t.json"));
   CHECK(contains(std::string(w.detail()), "No such file or directory"));
 }
+
+}  // namespace AQ_UNITY_ID

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
 namespace rt = aqueduct::runtime;
@@ -305,3 +307,5 @@ TEST_CASE("sdma_queue::try_submit_indirect refuses a buffer the engine cannot ru
   REQUIRE(t);
   CHECK(r.sdma.try_wait(*t, 10s));
 }
+
+}  // namespace AQ_UNITY_ID

@@ -14,6 +14,8 @@
 #include <string>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
 namespace rt = aqueduct::runtime;
@@ -101,3 +103,5 @@ TEST_CASE("buffer generations: bound buffers are checked, and only the buffers t
   CHECK(contains(bad.get_failure().detail(), "bump"));
   CHECK(contains(bad.get_failure().detail(), hex(freed)));
 }
+
+}  // namespace AQ_UNITY_ID

@@ -16,6 +16,8 @@
 #include <string>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
 namespace rt = aqueduct::runtime;
@@ -383,3 +385,5 @@ TEST_CASE("graph memory: uses outside the lifetime, other graphs' placeholders a
     CHECK(contains(d, std::to_string((13ull << 30) + (13ull << 30))));
   }
 }
+
+}  // namespace AQ_UNITY_ID

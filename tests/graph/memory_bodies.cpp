@@ -17,6 +17,8 @@
 #include <random>
 #include <string>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
 namespace rt = aqueduct::runtime;
@@ -304,3 +306,5 @@ TEST_CASE("a graph with memory in a conditional body saves and loads: the same l
   for (std::uint32_t k = 0; k < n; ++k) wrong += in2.out[k] != 3 * in2.x[k] + 4 + 5 || in2.out2[k] != in2.x[k] + 3;
   CHECK(wrong == 0);
 }
+
+}  // namespace AQ_UNITY_ID

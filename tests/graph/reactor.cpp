@@ -11,6 +11,8 @@
 #include <stop_token>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
 using namespace std::chrono_literals;
@@ -92,3 +94,5 @@ TEST_CASE("a cancelled wait ends promptly, with the co_await's location") {
   }
   CHECK(std::chrono::steady_clock::now() - start < 2s);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
 namespace rt = aqueduct::runtime;
@@ -498,3 +500,5 @@ TEST_CASE("a traced replay gives every node a device span on its queue, after th
   plain.wait(u);
   CHECK_FALSE(g::try_trace_replay(plain, u, tr));
 }
+
+}  // namespace AQ_UNITY_ID

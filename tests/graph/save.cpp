@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
 namespace rt = aqueduct::runtime;
@@ -403,3 +405,5 @@ TEST_CASE("save and load through a file: written whole, or not at all") {
   CHECK(missing.get_failure().code() == aq::errc::io_error);
   std::filesystem::remove_all(dir);
 }
+
+}  // namespace AQ_UNITY_ID

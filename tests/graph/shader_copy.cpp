@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
 namespace rt = aqueduct::runtime;
@@ -615,3 +617,5 @@ TEST_CASE("the shipped bundle picks the processor's own object, else its generic
   }
   CHECK_FALSE(aq::code::try_select(bundle->entries(), aq::code::target_id{"gfx950"}));
 }
+
+}  // namespace AQ_UNITY_ID

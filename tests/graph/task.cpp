@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
 
@@ -298,3 +300,5 @@ TEST_CASE("the node arrays' recycling allocator: large blocks come back, what is
   a.deallocate(h, huge);
   CHECK(g::detail::blocks.held == held_now);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
 namespace rt = aqueduct::runtime;
@@ -363,3 +365,5 @@ TEST_CASE("a new node its queue cannot run is refused by the update, which leave
     }
   }
 }
+
+}  // namespace AQ_UNITY_ID

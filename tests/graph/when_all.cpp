@@ -13,6 +13,8 @@
 #include <tuple>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace g = aqueduct::graph;
 using namespace std::chrono_literals;
@@ -159,3 +161,5 @@ TEST_CASE("nested when_all and a branch that finishes synchronously before the o
   };
   CHECK(g::sync_wait(outer()) == 22);
 }
+
+}  // namespace AQ_UNITY_ID

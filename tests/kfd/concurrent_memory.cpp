@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace kfd = aqueduct::kfd;
 
@@ -48,3 +50,5 @@ TEST_CASE("concurrent allocate/release never hands out a range still registered 
   INFO(first_failure);
   CHECK(failures.load() == 0);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <string>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace kfd = aqueduct::kfd;
 using aqueduct::errc;
 
@@ -115,3 +117,5 @@ TEST_CASE("the real system-call plumbing, on /dev/null instead of /dev/kfd") {
   CHECK(drv.error() == errc::ioctl_failed);
   CHECK(drv.detail() == "AMDKFD_IOC_GET_VERSION failed: Inappropriate ioctl for device (ENOTTY, -25)");
 }
+
+}  // namespace AQ_UNITY_ID

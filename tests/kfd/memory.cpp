@@ -7,6 +7,8 @@
 #include <random>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace kfd = aqueduct::kfd;
 
 TEST_CASE("range_allocator: first fit, alignment, coalescing") {
@@ -72,3 +74,5 @@ TEST_CASE("allocation flags per use (uapi bit values)") {
   CHECK_FALSE(kfd::host_mapped(kfd::memory_use::device));
   CHECK(kfd::host_mapped(kfd::memory_use::doorbell));
 }
+
+}  // namespace AQ_UNITY_ID

@@ -19,6 +19,8 @@
 #include <cstring>
 #include <string>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace kfd = aqueduct::kfd;
 namespace k = aqueduct::abi::kfd;
@@ -440,3 +442,5 @@ TEST_CASE("a VA outside the GPUVM aperture is refused before the kernel sees it"
   }
   CHECK(counts->mapped_bytes == 0);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -11,6 +11,8 @@
 #include <string>
 #include <unistd.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace fs = std::filesystem;
 namespace kfd = aqueduct::kfd;
 using aqueduct::errc;
@@ -248,3 +250,5 @@ TEST_CASE("nonsense sysfs: negative values, endless files and missing files are 
     CHECK(std::string(r.detail()).find("No such file or directory") != std::string::npos);
   }
 }
+
+}  // namespace AQ_UNITY_ID

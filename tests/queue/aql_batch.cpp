@@ -16,6 +16,8 @@
 #include <span>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace q = aqueduct::ring;
 namespace abi = aqueduct::abi;
 using aqueduct::gpu_va;
@@ -161,3 +163,5 @@ TEST_CASE("a prebuilt batch, wrapping the ring: every byte of every slot is the 
   CHECK(m.doorbell == 25);
   CHECK(m.rings == 4);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <string>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace q = aqueduct::ring;
 namespace abi = aqueduct::abi;
 using aqueduct::gpu_va;
@@ -151,3 +153,5 @@ TEST_CASE("describe_packet decodes every field a person needs") {
   CHECK(out.find("VENDOR_SPECIFIC") == 0);
   CHECK(out.find("AMD_BARRIER_VALUE signal=0x10 cond=3 value=-1 mask=0xffffffffffffffff") != std::string::npos);
 }
+
+}  // namespace AQ_UNITY_ID

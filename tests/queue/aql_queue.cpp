@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace q = aqueduct::ring;
 namespace abi = aqueduct::abi;
 namespace asy = aqueduct::sync;
@@ -424,3 +426,5 @@ TEST_CASE("multi producer: each producer rings the last index of its own claim, 
   CHECK(proc.dispatches(0) == 6);
   CHECK(proc.errors() == 0);
 }
+
+}  // namespace AQ_UNITY_ID

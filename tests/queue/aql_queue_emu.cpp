@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace q = aqueduct::ring;
 namespace abi = aqueduct::abi;
 namespace emu = aqueduct::emu;
@@ -183,3 +185,5 @@ TEST_CASE("emulated processor: a completion signal's event wakes a blocked waite
   CHECK(f.events.signal_count(5) >= 1);
   CHECK(f.proc->wait_retired(1, 1s));
 }
+
+}  // namespace AQ_UNITY_ID

@@ -32,6 +32,8 @@
 #  include <unistd.h>
 #endif
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 using aq_test::allocations;
 using aq_test::counting;
 
@@ -327,3 +329,5 @@ TEST_CASE("PM4 dispatch and SDMA copy under seccomp strict mode: no system call 
   CHECK(rc == 0);
 }
 #endif
+
+}  // namespace AQ_UNITY_ID

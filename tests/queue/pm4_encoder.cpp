@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace arch = aqueduct::arch;
 namespace pkt = aqueduct::abi::pm4;
 namespace qp = aqueduct::ring::pm4;
@@ -322,3 +324,5 @@ constexpr auto ct_dispatch = [] {
 }();
 static_assert(ct_dispatch[6] == (1u << 20), "PRIV set at compile time on an affected target");
 }  // namespace
+
+}  // namespace AQ_UNITY_ID

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace abi = aqueduct::abi;
 namespace arch = aqueduct::arch;
@@ -504,3 +506,5 @@ TEST_CASE("a template dispatch straddles the ring's end; a full ring fails befor
   CHECK(f.wptr == 390);
   CHECK(f.doorbells.size() == doorbells);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace q = aqueduct::ring;
 
 TEST_CASE("single producer: claims up to the ring size past the read index, never more") {
@@ -96,3 +98,5 @@ TEST_CASE("multi producer: concurrent claims partition the index space") {
   CHECK(ones == write);  // every index claimed exactly once
   CHECK(r.write_index() == write);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -12,6 +12,8 @@
 
 #include <range/v3/range/conversion.hpp>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace pkt = aqueduct::abi::sdma;
 namespace qs = aqueduct::ring::sdma;
 using aqueduct::gpu_va;
@@ -208,3 +210,5 @@ TEST_CASE("engine per target (§3.3: SDMA 4.x on gfx9, 5.0 on gfx10.1, 5.2 on gf
   CHECK(qs::encoder_for<arch::gfx10_1_target>::max_copy_bytes == 0x3FFF00u);
   CHECK(qs::encoder_for<arch::gfx10_3_target>::max_copy_bytes == 0x3FFFFF00u);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace q = aqueduct::ring;
 using aqueduct::byte_count;
 using aqueduct::errc;
@@ -220,3 +222,5 @@ TEST_CASE("a copy that ends exactly at the ring's end needs no padding; a full r
   REQUIRE(f.queue->try_copy(gpu_va(0x2000), gpu_va(0x3000), 4, aqueduct::sync::nanoseconds::zero()));
   CHECK(f.wptr == 2032);
 }
+
+}  // namespace AQ_UNITY_ID

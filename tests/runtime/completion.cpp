@@ -15,6 +15,8 @@
 #include <thread>
 #include <tuple>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 using namespace rt_test;
@@ -178,3 +180,5 @@ TEST_CASE("raw packets through aql(): a wait and finish see their completion thr
   CHECK(q.completed(t));
   CHECK(out[3] == 4u);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace rt = aqueduct::runtime;
 namespace emu = aqueduct::emu;
 using aqueduct::errc;
@@ -306,3 +308,5 @@ TEST_CASE("SDMA work waits on a runtime signal and sets one that a host wait (KF
   CHECK(std::memcmp(dst.data(), src.data(), 4096) == 0);
   CHECK_FALSE(q.fault());
 }
+
+}  // namespace AQ_UNITY_ID

@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 namespace emu = aqueduct::emu;
@@ -110,3 +112,5 @@ TEST_CASE("a GPU id the device does not know: the sample fails, naming the ioctl
   REQUIRE_FALSE(r);
   CHECK(std::string(r.get_failure().describe()).find("GPU clock counter") != std::string::npos);
 }
+
+}  // namespace AQ_UNITY_ID

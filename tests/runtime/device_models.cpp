@@ -25,6 +25,8 @@
 #include <utility>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 using namespace std::chrono_literals;
@@ -183,3 +185,5 @@ TEST_CASE_TEMPLATE("host kernels: the same dispatch through AQL and PM4 gives th
     }
   }
 }
+
+}  // namespace AQ_UNITY_ID

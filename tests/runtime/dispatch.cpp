@@ -10,6 +10,8 @@
 #include <string>
 #include <unistd.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 using namespace rt_test;
@@ -164,3 +166,5 @@ TEST_CASE("host code objects are refused where they cannot run; names are checke
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error() == aq::errc::invalid_argument);
 }
+
+}  // namespace AQ_UNITY_ID

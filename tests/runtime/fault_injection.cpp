@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 namespace emu = aqueduct::emu;
@@ -746,3 +748,5 @@ TEST_CASE("a reset injected by the plan (rolled at each interrupt): waiters get 
   CHECK(last.error() == aq::errc::device_reset);
   CHECK(has(last.detail(), "injected by the fault plan"));
 }
+
+}  // namespace AQ_UNITY_ID

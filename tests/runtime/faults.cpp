@@ -15,6 +15,8 @@
 #include <string>
 #include <sys/mman.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 namespace emu = aqueduct::emu;
@@ -345,3 +347,5 @@ TEST_CASE("bug 9: loading and destroying executables does not grow the host-kern
   REQUIRE(q.try_finish(20s).has_value());
   CHECK(out[0] == 99u);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 
@@ -212,3 +214,5 @@ TEST_CASE("hidden_heap_v1: one zeroed 128 KiB device heap per agent, the same th
     CHECK(bits[0] == 0x5A5A0001u);
   }
 }
+
+}  // namespace AQ_UNITY_ID

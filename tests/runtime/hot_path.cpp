@@ -18,6 +18,8 @@
 #include <new>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 using aq_test::allocations;
 using aq_test::counting;
 
@@ -171,3 +173,5 @@ TEST_CASE("PM4 dispatch and SDMA copy hot paths: no allocation, no device-file c
   for (std::uint32_t i = 0; i < 1024; ++i) wrong += dst[i] != i * 3 + 1;
   CHECK(wrong == 0);
 }
+
+}  // namespace AQ_UNITY_ID

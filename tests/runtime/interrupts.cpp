@@ -12,6 +12,8 @@
 #include <chrono>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 using namespace std::chrono_literals;
@@ -134,3 +136,5 @@ TEST_CASE("SDMA: pipelined copies behind a memory wait and one blocking wait rai
   for (int i = 0; i < 4096; ++i) wrong += b[i] != static_cast<unsigned char>(i * 7);
   CHECK(wrong == 0);
 }
+
+}  // namespace AQ_UNITY_ID

@@ -31,6 +31,8 @@
 #include <string_view>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 
@@ -929,3 +931,5 @@ TEST_CASE("a spinning kernel ends with 'instruction budget exhausted' and its PC
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
   }
 }
+
+}  // namespace AQ_UNITY_ID

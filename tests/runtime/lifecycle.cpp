@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 using namespace rt_test;
@@ -397,3 +399,5 @@ TEST_CASE("a peer mapping that outlives its buffer and its system unmaps safely"
   (void)r;
   m.reset();  // the last owner: the system goes now
 }
+
+}  // namespace AQ_UNITY_ID

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 namespace emu = aqueduct::emu;
@@ -148,3 +150,5 @@ TEST_CASE("message: a kernel dispatched after its executable was destroyed is re
   }
   CHECK(q.write_index() == 0);  // refused before anything was published
 }
+
+}  // namespace AQ_UNITY_ID

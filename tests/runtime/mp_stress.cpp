@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 using namespace rt_test;
@@ -111,3 +113,5 @@ TEST_CASE("4 producers x one 16-slot queue: none lost, none duplicated, none ove
   REQUIRE(q.read_index() == q.write_index());
   CHECK(q.write_index() == total + others);  // nothing but the dispatches and the wake-ups
 }
+
+}  // namespace AQ_UNITY_ID

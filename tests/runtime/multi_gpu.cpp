@@ -23,6 +23,8 @@
 #include <string>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 using namespace rt_test;
@@ -199,3 +201,5 @@ TEST_CASE("both GPUs dispatch at once (AQL and PM4 on each), blocking waits, eve
     }
   }
 }
+
+}  // namespace AQ_UNITY_ID

@@ -15,6 +15,8 @@
 
 #include <unistd.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 
@@ -77,3 +79,5 @@ TEST_CASE("open_emulated: the emulator on request") {
   CHECK(sys.emulated());
   CHECK(sys.default_agent().gfx_name() == "gfx1100");
 }
+
+}  // namespace AQ_UNITY_ID

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 using namespace rt_test;
@@ -115,3 +117,5 @@ TEST_CASE("barrier bit: a reader dispatched with barrier=1 sees every element of
     CHECK(out[0] == n);
   }
 }
+
+}  // namespace AQ_UNITY_ID

@@ -14,6 +14,8 @@
 #include <string>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 using namespace rt_test;
@@ -245,3 +247,5 @@ TEST_CASE("dispatch_indirect: the counts are read when the MEC reaches the dispa
     CHECK(std::string(uw.detail()).find("0x40") != std::string::npos);
   }
 }
+
+}  // namespace AQ_UNITY_ID

@@ -18,6 +18,8 @@
 #include <string>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 using namespace rt_test;
@@ -226,3 +228,5 @@ TEST_CASE("a prepared launch: what changes per call is checked per call, what is
   }
   REQUIRE(q.try_finish(20s));
 }
+
+}  // namespace AQ_UNITY_ID

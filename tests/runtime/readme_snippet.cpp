@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 
 namespace {
@@ -39,3 +41,5 @@ TEST_CASE("docs/runtime.md 'Using it' snippet") {
   for (std::uint32_t i = 0; i < n; ++i) wrong += c[i] != float(i) + 1.0f;
   CHECK(wrong == 0);
 }
+
+}  // namespace AQ_UNITY_ID

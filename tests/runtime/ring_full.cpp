@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 using namespace rt_test;
@@ -61,3 +63,5 @@ TEST_CASE("full 16-slot ring: refuse, block, then proceed; nothing overwritten")
   CHECK(q.read_index() >= 17);
   CHECK(q.read_index() <= 18);
 }
+
+}  // namespace AQ_UNITY_ID

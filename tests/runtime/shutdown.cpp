@@ -14,6 +14,8 @@
 #include <string>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 using namespace rt_test;
@@ -90,3 +92,5 @@ TEST_CASE("a kernel that touches unmapped memory stops its queue; the wait says 
   CHECK(w.error() == aq::errc::device_fault);
   CHECK(std::string(w.detail()).find("0x1000c") != std::string::npos);  // out + 4 * index
 }
+
+}  // namespace AQ_UNITY_ID

@@ -40,6 +40,8 @@
 #include <thread>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 namespace emu = aqueduct::emu;
@@ -394,3 +396,5 @@ TEST_CASE("soak: random work under random faults; every piece of work done or re
   CHECK(injected.total() > 0);
   CHECK(thread_count() <= base_threads);  // no engine thread left behind
 }
+
+}  // namespace AQ_UNITY_ID

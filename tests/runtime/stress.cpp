@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 namespace emu = aqueduct::emu;
@@ -267,3 +269,5 @@ TEST_CASE("stress: completion signals reused under load are never reused before 
   INFO(fail.text);
   CHECK(fail.text.empty());
 }
+
+}  // namespace AQ_UNITY_ID

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <string>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 using namespace rt_test;
@@ -174,3 +176,5 @@ TEST_CASE("a ticket is waited on only by the queue that issued it") {
     CHECK(buf[15] == 5u);
   }
 }
+
+}  // namespace AQ_UNITY_ID

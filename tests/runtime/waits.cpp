@@ -11,6 +11,8 @@
 #include <string>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace aq = aqueduct;
 namespace rt = aqueduct::runtime;
 using namespace rt_test;
@@ -91,3 +93,5 @@ TEST_CASE("a wait that times out describes the queue and the stalled packet") {
   gate.store(0);
   CHECK(q.try_finish(10s).has_value());
 }
+
+}  // namespace AQ_UNITY_ID

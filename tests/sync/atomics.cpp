@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace s = aqueduct::sync;
 
 TEST_CASE("atomic_ref policy: operations return the previous value and update memory") {
@@ -81,3 +83,5 @@ TEST_CASE("address-free word: wait_word_change blocks until notified with a new 
   CHECK(s::add_and_notify_word(word, 1) == 42);
   CHECK(word == 43);
 }
+
+}  // namespace AQ_UNITY_ID

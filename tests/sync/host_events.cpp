@@ -7,6 +7,8 @@
 #include <chrono>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace s = aqueduct::sync;
 using namespace std::chrono_literals;
 
@@ -32,3 +34,5 @@ TEST_CASE("host_events: a blocked waiter wakes on signal") {
   CHECK(std::chrono::steady_clock::now() - t0 >= 25ms);
   t.join();
 }
+
+}  // namespace AQ_UNITY_ID

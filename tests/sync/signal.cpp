@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace s = aqueduct::sync;
 namespace abi = aqueduct::abi;
 using namespace std::chrono_literals;
@@ -171,3 +173,5 @@ TEST_CASE("a timeout carries the signal state and the caller's diagnostics") {
   CHECK(d.find("queue 3: read 7 write 9, stalled packet: KERNEL_DISPATCH") != std::string::npos);
   MESSAGE(d);
 }
+
+}  // namespace AQ_UNITY_ID

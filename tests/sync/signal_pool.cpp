@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+namespace AQ_UNITY_ID {  // this file's own namespace: tests/CMakeLists.txt builds a layer as one unit
+
 namespace s = aqueduct::sync;
 namespace abi = aqueduct::abi;
 using namespace std::chrono_literals;
@@ -180,3 +182,5 @@ TEST_CASE("signals released on other threads, concurrently with acquire, are rec
   CHECK(pool.free_count() == n_signals);
   CHECK(pool.retiring_count() == 0);
 }
+
+}  // namespace AQ_UNITY_ID
