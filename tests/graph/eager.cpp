@@ -71,6 +71,52 @@ TEST_CASE("eager: co_await of a runtime ticket, of a signal, and host(fn)") {
   CHECK(g::sync_wait(prog()) == 43);
 }
 
+TEST_CASE("eager: until() returns the value it saw, for each condition, and may be awaited again") {
+  rig r;
+  auto sig = r.gpu.make_signal(5);
+  auto prog = [&]() -> g::task<std::int64_t> {
+    std::int64_t sum = co_await g::until(sig, aq::abi::signal_condition::eq, 5);
+    sum += co_await g::until(sig, aq::abi::signal_condition::ne, 4);
+    sum += co_await g::until(sig, aq::abi::signal_condition::lt, 6);
+    sum += co_await g::until(sig, aq::abi::signal_condition::gte, 5);
+    auto again = g::until(sig, aq::abi::signal_condition::gte, 5);  // an lvalue, awaited twice
+    sum += co_await again;
+    sig.store(7);
+    sum += co_await again;
+    co_return sum;
+  };
+  CHECK(g::sync_wait(prog()) == 5 + 5 + 5 + 5 + 5 + 7);
+}
+
+TEST_CASE("eager: after a stop, until() fails with errc::cancelled even on a ready signal; a pending one ends") {
+  rig r;
+  auto ready = r.gpu.make_signal(0);
+  std::stop_source stop;
+  stop.request_stop();
+  try {
+    g::sync_wait([&]() -> g::task<void> { co_await g::until(ready, aq::abi::signal_condition::eq, 0); }(),
+                 {.stop = stop.get_token(), .reactor = {}});
+    FAIL("not cancelled");
+  } catch (const aq::error& e) {
+    CHECK(static_cast<aq::errc>(e.code().value()) == aq::errc::cancelled);
+    CHECK_MESSAGE(contains(e.what(), "wait for a signal at eager.cpp:"), e.what());
+  }
+  auto never = r.gpu.make_signal(1);
+  std::stop_source later;
+  std::jthread stopper([&] {
+    std::this_thread::sleep_for(30ms);
+    later.request_stop();
+  });
+  try {
+    g::sync_wait([&]() -> g::task<void> { co_await g::until(never, aq::abi::signal_condition::eq, 0); }(),
+                 {.stop = later.get_token(), .reactor = {}});
+    FAIL("not cancelled");
+  } catch (const aq::error& e) {
+    CHECK(static_cast<aq::errc>(e.code().value()) == aq::errc::cancelled);
+    CHECK_MESSAGE(contains(e.what(), "ended: the run was asked to stop"), e.what());
+  }
+}
+
 TEST_CASE("eager and captured: PM4 signal, signal wait and timestamp") {
   rig r;
   auto out = r.host_buffer(4);

@@ -361,11 +361,14 @@ class aql_barrier_op : public queue_op<aql_barrier_op, runtime::aql_t> {
 // `pending` record is built only if the task suspends (bench_graph ready_signal).
 class until_op {
  public:
-  // Made lowered, as the awaiter of a co_await (until_desc::lower): built in place in the frame.
+  // Not lowered yet (what until() returns): the temporary of `co_await until(...)`, in the frame.
+  until_op(sync::signal_ref s, runtime::detail::agent_state* a, abi::signal_condition cond, std::int64_t v) noexcept
+      : s_(s), a_(a), cond_(cond), v_(v) {}
+  // Made lowered (awaitable_traits<runtime::signal>).
   until_op(sync::signal_ref s, runtime::detail::agent_state* a, abi::signal_condition cond, std::int64_t v, context& c,
            std::source_location loc)
-      : s_(s), a_(a), cond_(cond), v_(v) {
-    lower_into(c, loc);
+      : until_op(s, a, cond, v) {
+    (void)lower(c, loc);
   }
   // Before it is awaited (never once suspended: the reactor links the pending record by address).
   until_op(until_op&& o) noexcept : s_(o.s_), a_(o.a_), cond_(o.cond_), v_(o.v_), ctx_(o.ctx_), loc_(o.loc_), state_(o.state_) {}
@@ -374,10 +377,36 @@ class until_op {
     if (state_ == watched) ctx_->r->unwatch(p_);
   }
 
-  [[nodiscard]] bool await_ready() noexcept {
+  // By the promise's await_transform: this run's context; inside capture() it records the node.
+  // The awaiter is this very object (an until_op awaited again is lowered again), through a
+  // pointer: GCC 12 copies an awaiter that is an lvalue into the frame.
+  struct awaiter {
+    until_op* op;
+    [[nodiscard]] bool await_ready() { return op->await_ready(); }
+    void await_suspend(std::coroutine_handle<> h) noexcept { op->await_suspend(h); }
+    std::int64_t await_resume() { return op->await_resume(); }
+  };
+  [[nodiscard]] awaiter lower(context& c, std::source_location loc) {
+    ctx_ = &c;
+    loc_ = loc;
+    state_ = lowered;
+    if (AQUEDUCT_UNLIKELY(c.capturing())) record(c, loc);
+    return awaiter{this};
+  }
+
+  // Eager: the load and the condition, then the stop check (a stopped run fails even if the signal
+  // is ready). The fields are read right after lower() stored them and the condition is decided
+  // before the stop flags are read: GCC reloads from the frame whatever it reads after an atomic
+  // load, and a constant condition then folds to one compare (bench_graph ready_signal).
+  [[nodiscard]] bool await_ready() {
     if (AQUEDUCT_UNLIKELY(state_ == recorded)) return true;
-    seen_ = s_.load(std::memory_order_acquire);
-    return abi::condition_holds(cond_, seen_, v_);
+    const abi::signal_condition cond = cond_;
+    const std::int64_t v = v_;
+    const std::int64_t seen = s_.load(std::memory_order_acquire);
+    seen_ = seen;
+    const bool ready = abi::condition_holds(cond, seen, v);
+    if (AQUEDUCT_UNLIKELY(ctx_->stop_requested())) throw_cancelled("wait for a signal", loc_);
+    return ready;
   }
   void await_suspend(std::coroutine_handle<> h) noexcept {
     ::new (static_cast<void*>(&p_)) pending{};
@@ -400,18 +429,9 @@ class until_op {
 
  private:
   enum : std::uint8_t { lowered, recorded, watched };
-  void lower_into(context& c, std::source_location loc) {
-    if (AQUEDUCT_UNLIKELY(c.stop_requested())) throw_cancelled("wait for a signal", loc);
-    ctx_ = &c;
-    loc_ = loc;
-    if (AQUEDUCT_UNLIKELY(c.capturing())) {
-      record(c, loc);
-      return;
-    }
-    if (AQUEDUCT_UNLIKELY(state_ != lowered)) state_ = lowered;  // awaited again after a capture
-  }
   // Inside capture(): a signal-wait node (the nodes after it wait for the signal on the device).
   [[gnu::noinline]] void record(context& c, std::source_location loc) {
+    if (c.stop_requested()) throw_cancelled("wait for a signal", loc);
     node n = signal_wait_node(s_, a_, cond_, v_);
     n.where = loc;
     (void)detail::record(*c.capture, std::move(n));
@@ -432,8 +452,7 @@ class until_op {
   runtime::detail::agent_state* a_;
   abi::signal_condition cond_;
   std::int64_t v_;
-  // Set by lower() and await_ready (not before: each store is time on the ready path).
-  context* ctx_;
+  context* ctx_ = nullptr;
   std::source_location loc_;
   std::uint8_t state_ = lowered;
   std::int64_t seen_;  // the value await_ready read
@@ -666,23 +685,14 @@ template <class Q>
   return queue_ref<typename detail::kind_of<Q>::type>(q);
 }
 
-namespace detail {
-struct until_desc {
-  sync::signal_ref s;
-  runtime::detail::agent_state* a;
-  abi::signal_condition cond;
-  std::int64_t v;
-  [[nodiscard]] until_op lower(context& c, std::source_location loc) const { return until_op(s, a, cond, v, c, loc); }
-};
-}  // namespace detail
 // co_await until(sig, cond, v): until the signal's value satisfies `cond` against v (host side,
 // sleeping on the signal's event; cancellable). Returns the value seen.
-[[nodiscard]] inline detail::until_desc until(const runtime::signal& s, abi::signal_condition cond, std::int64_t v) {
-  return detail::until_desc{s.ref(), s.agent_state(), cond, v};
+[[nodiscard]] inline detail::until_op until(const runtime::signal& s, abi::signal_condition cond, std::int64_t v) {
+  return detail::until_op(s.ref(), s.agent_state(), cond, v);
 }
 // The same for a signal of agent `a` given by reference (e.g. a queue's completion signal).
-[[nodiscard]] inline detail::until_desc until(sync::signal_ref s, const runtime::agent& a, abi::signal_condition cond, std::int64_t v) {
-  return detail::until_desc{s, &a.state(), cond, v};
+[[nodiscard]] inline detail::until_op until(sync::signal_ref s, const runtime::agent& a, abi::signal_condition cond, std::int64_t v) {
+  return detail::until_op(s, &a.state(), cond, v);
 }
 
 // co_await host(fn): run fn() (eagerly: now, on the reactor's thread); its result is the
@@ -710,7 +720,7 @@ struct awaitable_traits<runtime::ticket<K>> {
 template <>
 struct awaitable_traits<runtime::signal> {
   static until_op lower(const runtime::signal& s, context& c, std::source_location loc) {
-    return until(s, abi::signal_condition::eq, 0).lower(c, loc);
+    return until_op(s.ref(), s.agent_state(), abi::signal_condition::eq, 0, c, loc);
   }
 };
 }  // namespace detail
