@@ -9,7 +9,7 @@
 #         the code fixtures).
 # Usage: scripts/sanitizers.sh [asan|tsan|fuzz|all]... (default all; the steps named run in the order
 # above, e.g. `scripts/sanitizers.sh tsan fuzz`, which is what .ci/run runs).
-# programs: cmake ctest clang++-19 ninja getconf awk grep sed sort
+# programs: cmake ctest clang++-19 ninja getconf awk sed
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,11 +46,10 @@ fi
 if wants tsan; then
   step "TSan: configure and build the concurrent tests (cmake --preset tsan -> build-tsan/)"
   cmake --preset tsan >/dev/null
-  # Only the executables that hold the tests labelled `concurrent` (a test executable holds a
-  # batch of a layer's files, tests/CMakeLists.txt): the program each such test runs.
-  mapfile -t targets < <(ctest --test-dir build-tsan -N -L concurrent --show-only=json-v1 |
-    grep -o '"/[^"]*/bin/tests*_[a-z0-9_]*"' | sed 's|.*/bin/||; s|"$||' | sort -u)
-  ((${#targets[@]})) || { echo "sanitizers: no executable found for the concurrent tests" >&2; exit 1; }
+  # Only the executables of the tests labelled `concurrent`: tests/CMakeLists.txt batches those
+  # files, and only those, into tests_<layer>_concurrent_<n>.
+  mapfile -t targets < <(ninja -C build-tsan -t targets all | sed -n 's/^\(tests_[a-z0-9]*_concurrent_[0-9]*\): phony$/\1/p')
+  ((${#targets[@]})) || { echo "sanitizers: no tests_<layer>_concurrent_<n> target in build-tsan/" >&2; exit 1; }
   cmake --build --preset tsan -j "$jobs" --target "${targets[@]}"
   done_step "built ${#targets[@]} test programs (${targets[*]})"
   step "TSan: the concurrent tests, adversarial AQL processor (ctest --preset tsan -L concurrent)"
