@@ -1,0 +1,28 @@
+# tests/lint/unity_ids.cmake — every test file ROOT/<layer>/<name>.cpp keeps its code in its own
+# namespace, `namespace AQ_UNITY_ID {` ... `}  // namespace AQ_UNITY_ID` (tests/CMakeLists.txt
+# compiles a layer's files together as one translation unit, so two files' helpers with the same
+# name would otherwise collide, or one file's using-declarations reach into the next).
+# Run: cmake -DROOT=<tests dir> -P unity_ids.cmake   (tests/support is not a layer: skipped)
+if(NOT ROOT)
+  message(FATAL_ERROR "usage: cmake -DROOT=<tests dir> -P unity_ids.cmake")
+endif()
+file(GLOB files RELATIVE ${ROOT} ${ROOT}/*/*.cpp)
+set(bad 0)
+set(n 0)
+foreach(f IN LISTS files)
+  if(f MATCHES "^support/")
+    continue()
+  endif()
+  math(EXPR n "${n} + 1")
+  file(READ ${ROOT}/${f} text)
+  string(FIND "${text}" "\nnamespace AQ_UNITY_ID {" open)
+  string(FIND "${text}" "\n}  // namespace AQ_UNITY_ID" close REVERSE)
+  if(open EQUAL -1 OR close EQUAL -1 OR close LESS open)
+    message("${ROOT}/${f}: error: [unity-id] the file's code is not inside `namespace AQ_UNITY_ID { ... }  // namespace AQ_UNITY_ID` (see tests/CMakeLists.txt)")
+    math(EXPR bad "${bad} + 1")
+  endif()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "aqueduct lint: ${bad} of ${n} test files without their own AQ_UNITY_ID namespace")
+endif()
+message("aqueduct lint: ${n} test files, each in its own AQ_UNITY_ID namespace")
