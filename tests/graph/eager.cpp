@@ -90,31 +90,28 @@ TEST_CASE("eager: until() returns the value it saw, for each condition, and may 
 
 TEST_CASE("eager: after a stop, until() fails with errc::cancelled even on a ready signal; a pending one ends") {
   rig r;
+  // Waits for `sig` to be 0 under `token`; the run must fail with errc::cancelled and `expected`.
+  const auto check_cancelled = [](const rt::signal& sig, std::stop_token token, std::string_view expected) {
+    try {
+      g::sync_wait([&]() -> g::task<void> { co_await g::until(sig, aq::abi::signal_condition::eq, 0); }(),
+                   {.stop = token, .reactor = {}});
+      FAIL("not cancelled");
+    } catch (const aq::error& e) {
+      CHECK(static_cast<aq::errc>(e.code().value()) == aq::errc::cancelled);
+      CHECK_MESSAGE(contains(e.what(), expected), e.what());
+    }
+  };
   auto ready = r.gpu.make_signal(0);
   std::stop_source stop;
   stop.request_stop();
-  try {
-    g::sync_wait([&]() -> g::task<void> { co_await g::until(ready, aq::abi::signal_condition::eq, 0); }(),
-                 {.stop = stop.get_token(), .reactor = {}});
-    FAIL("not cancelled");
-  } catch (const aq::error& e) {
-    CHECK(static_cast<aq::errc>(e.code().value()) == aq::errc::cancelled);
-    CHECK_MESSAGE(contains(e.what(), "wait for a signal at eager.cpp:"), e.what());
-  }
+  check_cancelled(ready, stop.get_token(), "wait for a signal at eager.cpp:");
   auto never = r.gpu.make_signal(1);
   std::stop_source later;
   std::jthread stopper([&] {
     std::this_thread::sleep_for(30ms);
     later.request_stop();
   });
-  try {
-    g::sync_wait([&]() -> g::task<void> { co_await g::until(never, aq::abi::signal_condition::eq, 0); }(),
-                 {.stop = later.get_token(), .reactor = {}});
-    FAIL("not cancelled");
-  } catch (const aq::error& e) {
-    CHECK(static_cast<aq::errc>(e.code().value()) == aq::errc::cancelled);
-    CHECK_MESSAGE(contains(e.what(), "ended: the run was asked to stop"), e.what());
-  }
+  check_cancelled(never, later.get_token(), "ended: the run was asked to stop");
 }
 
 TEST_CASE("eager and captured: PM4 signal, signal wait and timestamp") {
