@@ -8,11 +8,13 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +63,33 @@ TEST_CASE("single packet: body, header, write index and doorbell") {
   CHECK(queue.submit(p) == 1);
   CHECK(m.desc.write_dispatch_id == 2);
   CHECK(m.doorbell == 1);
+}
+
+TEST_CASE("single producer: submit and submit_batch while an earlier reservation is open; the write index never goes back") {
+  // submit/submit_batch store the write index as their claim's end without reading it back
+  // (ring_reserver::commit_newest); the open reservation's later publish keeps the larger value.
+  queue_memory m(8);
+  q::aql_queue_sp<> queue(m.mem(), q::doorbell_ref(&m.doorbell));
+  auto open = queue.reserve(2);  // slots 0, 1
+  CHECK(queue.submit(dispatch(0, 2)) == 2);
+  CHECK(m.desc.write_dispatch_id == 3);
+  CHECK(m.doorbell == 2);
+  const std::array<abi::kernel_dispatch_packet, 2> two{dispatch(0, 3), dispatch(0, 4)};
+  CHECK(queue.submit_batch(std::span<const abi::kernel_dispatch_packet>(two)) == 3);
+  CHECK(m.desc.write_dispatch_id == 5);
+  CHECK(m.doorbell == 4);
+  CHECK(header_word(m.ring[0]) == 1);  // still INVALID: the processor waits at slot 0
+  open.write(0, dispatch(0, 0));
+  open.write(1, dispatch(0, 1));
+  open.publish();
+  CHECK(m.desc.write_dispatch_id == 5);  // not 2
+  CHECK(m.doorbell == 4);                // single producer: the last index of the published end
+  aql_consumer proc(m.desc, m.ring, 8);
+  proc.start();
+  CHECK(proc.wait_consumed(5));
+  proc.stop();
+  CHECK(proc.errors() == 0);
+  CHECK(proc.dispatches(0) == 5);  // packets 0..4 of producer 0, consumed in index order
 }
 
 TEST_CASE("a full ring is detected before writing; the producer waits and then proceeds") {

@@ -285,12 +285,12 @@ class aql_queue {
     ring_span s;
     if (AQUEDUCT_LIKELY(reserver_.try_claim(1, s))) [[likely]] {
       put(s.begin, packet);
-      committed(s);
+      committed_newest(s);
       return s.begin;
     }
     AQUEDUCT_TRY(s, wait_and_claim(1, timeout));
     put(s.begin, packet);
-    committed(s);
+    committed_newest(s);
     return s.begin;
   }
   template <aql_packet Pk>
@@ -298,7 +298,7 @@ class aql_queue {
     ring_span s;
     if (AQUEDUCT_LIKELY(reserver_.try_claim(1, s))) [[likely]] {
       put<body_store::words>(s.begin, packet);
-      committed(s);
+      committed_newest(s);
       return s.begin;
     }
     return try_submit(packet, timeout).value();
@@ -325,6 +325,7 @@ class aql_queue {
   // runtime's prepared dispatches): no packet value is built and taken apart again.
   // Returns false (nothing claimed, `fill` not called, no failure built: the caller waits as it
   // chooses, e.g. for full_failure) when no slot is free now; else `index` is the packet's.
+  // `fill` must not claim slots of this queue (the write index is stored as the claim's end).
   template <class Fill>
   AQUEDUCT_ALWAYS_INLINE bool try_submit_in_place(Fill&& fill, std::uint64_t& index) {
     ring_span s;
@@ -336,7 +337,7 @@ class aql_queue {
     abi::aql_slot& sl = slot(s.begin);
     const std::uint32_t header = fill(s.begin, sl);
     sync::atomic_store(detail::header_word(sl), header, std::memory_order_release);
-    committed(s);
+    committed_newest(s);
     index = s.begin;
     return true;
   }
@@ -512,7 +513,7 @@ class aql_queue {
     detail::write_body(slot(s.begin), packets[0]);
     for (std::uint32_t i = 1; i < s.count; ++i) put(s.begin + i, packets[i]);
     sync::atomic_store(detail::header_word(slot(s.begin)), header_dword(packets[0]), std::memory_order_release);
-    committed(s);
+    committed_newest(s);
   }
   // try_submit_batch(n, fill)'s writes, in put_batch's order.
   template <class Fill>
@@ -525,8 +526,10 @@ class aql_queue {
   }
 
   // Steps 3 and 4 of reservation::publish.
-  AQUEDUCT_ALWAYS_INLINE void committed(ring_span s) noexcept {
-    const std::uint64_t end = reserver_.commit(s);
+  AQUEDUCT_ALWAYS_INLINE void committed(ring_span s) noexcept { ring_doorbell(reserver_.commit(s)); }
+  // The same for a span this call claimed with no user code run since (ring_reserver::commit_newest).
+  AQUEDUCT_ALWAYS_INLINE void committed_newest(ring_span s) noexcept { ring_doorbell(reserver_.commit_newest(s)); }
+  AQUEDUCT_ALWAYS_INLINE void ring_doorbell(std::uint64_t end) noexcept {
     // Multi-producer: each producer rings the last index of its own claim, as the HSA
     // multi-producer sequence and ROCr do on gfx9 and later ("hardware doorbell supports AQL
     // semantics": one release store of the caller's index, no ordering among producers). The CP

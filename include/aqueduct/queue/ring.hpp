@@ -120,6 +120,17 @@ class ring_reserver {
       return s.end();
     }
   }
+  // commit() for a span claimed by this same call with nothing claimed after it (submit,
+  // submit_batch, the runtime's in-place dispatch): its end is the producer's cursor, so no
+  // published end can exceed it and the write index is stored without reading it back first
+  // (three instructions a packet less than commit(); issue 11).
+  AQUEDUCT_ALWAYS_INLINE std::uint64_t commit_newest(ring_span s) noexcept {
+    if constexpr (P == producer::single) {
+      AQUEDUCT_ASSERT(s.end() == cursor_, "commit_newest of a span that is not the newest claim");
+      sync::atomic_store(*write_, s.end(), std::memory_order_release);
+    }
+    return s.end();
+  }
 
  private:
   std::uint64_t* write_ = nullptr;
