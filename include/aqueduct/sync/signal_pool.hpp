@@ -36,11 +36,12 @@ class signal_pool;
 class pooled_signal {
  public:
   pooled_signal() noexcept = default;
-  pooled_signal(pooled_signal&& o) noexcept : pool_(std::exchange(o.pool_, nullptr)), index_(o.index_) {}
+  pooled_signal(pooled_signal&& o) noexcept : pool_(std::exchange(o.pool_, nullptr)), sig_(o.sig_), index_(o.index_) {}
   pooled_signal& operator=(pooled_signal&& o) noexcept {
     if (this != &o) {
       reset();
       pool_ = std::exchange(o.pool_, nullptr);
+      sig_ = o.sig_;
       index_ = o.index_;
     }
     return *this;
@@ -61,8 +62,11 @@ class pooled_signal {
 
  private:
   friend class signal_pool;
-  pooled_signal(signal_pool* p, std::uint32_t i) noexcept : pool_(p), index_(i) {}
+  pooled_signal(signal_pool* p, abi::amd_signal* s, std::uint32_t i) noexcept : pool_(p), sig_(s), index_(i) {}
   signal_pool* pool_ = nullptr;
+  // The signal itself, kept beside its index: ref() is one load, not the pool's storage and an
+  // index (a `co_await until(...)` of a ready signal, every wait and barrier: issue 12).
+  abi::amd_signal* sig_ = nullptr;
   std::uint32_t index_ = 0;
 };
 
@@ -106,7 +110,7 @@ class signal_pool {
     const std::uint32_t i = free_[--free_count_];
     outstanding_.fetch_add(1, std::memory_order_relaxed);
     signal_ref(&storage_[i]).store(initial_value, std::memory_order_release);
-    return pooled_signal(this, i);
+    return pooled_signal(this, &storage_[i], i);
   }
   pooled_signal acquire(std::int64_t initial_value, nanoseconds timeout = nanoseconds::zero()) {
     return try_acquire(initial_value, timeout).value();
@@ -179,7 +183,7 @@ class signal_pool {
 
 inline signal_ref pooled_signal::ref() const noexcept {
   AQUEDUCT_ASSERT(pool_ != nullptr, "empty pooled_signal");
-  return signal_ref(&pool_->storage_[index_]);
+  return signal_ref(sig_);
 }
 
 inline void pooled_signal::reset() noexcept {
