@@ -506,7 +506,7 @@ void run_target(const char* mcpu, const isa::target& t, bool gfx12) {
   const auto f64runs = pairs(dedges, [](double x) { return std::bit_cast<u64>(x); });
   const auto i32runs = pairs(iedges, [](u32 x) { return u64(x); });
   const auto f16runs = pairs(hedges, [](std::uint16_t x) { return u64(x) | u64(hedges[(x * 7u) % 16]) << 16; });
-  machine m{t};
+  machine m{t, {}};
   for (std::size_t k = 0; k < cases.size(); ++k) {
     const vcase& c = cases[k];
     const std::string body = c.asm_body;
@@ -598,7 +598,7 @@ void run_permutes(const char* mcpu, const isa::target& t, bool halves) {
   }
   const u64 exec = 0xF0F0FFFF7FFFFFFEull;
   const u32 s[4] = {u32(exec), u32(exec >> 32), 0, 0};
-  machine m{t};
+  machine m{t, {}};
   auto lane_of = [&](u32 l, u32 off) {  // the other lane: bits of (addr + offset) / 4
     const u32 x = (in[l].a + off) / 4;
     return halves ? (l & 32u) | (x % 32u) : x % 64u;
@@ -637,7 +637,7 @@ void run_transcendentals(const char* mcpu, const isa::target& t, bool gfx12) {
                            "v_exp_f32 v8, v4\nv_log_f32 v9, v5\nv_sin_f32 v10, v6\nv_cos_f32 v11, v6\ns_endpgm\n";
   const auto progs = assemble(mcpu, text);
   REQUIRE(progs.size() == 1);
-  machine m{t};
+  machine m{t, {}};
   const long double two_pi = 6.283185307179586476925286766559005768L;
   auto ulps = [](float a, float b) -> std::int64_t {  // distance in representable floats (finite, same sign or zero)
     auto key = [](float x) { const std::int64_t u = fb(x) & 0x7FFFFFFF; return (fb(x) >> 31) ? -u : u; };

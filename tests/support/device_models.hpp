@@ -42,7 +42,11 @@ using emulated_rx6900xt = emulated_model<rx6900xt>;    // gfx1030, SDMA 5.2
 struct linux_kfd_model {
   static constexpr bool emulated = false;
   static std::string name() { return "Linux /dev/kfd"; }
-  static aqueduct::result<rt::system> open() { return rt::system::try_open({.device = rt::device_choice::real}); }
+  static aqueduct::result<rt::system> open() {
+    rt::open_options o;
+    o.device = rt::device_choice::real;
+    return rt::system::try_open(o);
+  }
   static std::optional<std::string> unavailable() {
     std::error_code ec;
     if (!std::filesystem::exists("/dev/kfd", ec))

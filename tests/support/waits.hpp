@@ -38,8 +38,7 @@ template <class Pred>
 // A busy delay of about n loop iterations (a fraction of a nanosecond to a few each): to vary
 // where, in another thread's progress, the next step of a test lands.
 inline void spin_iterations(unsigned n) noexcept {
-  for (volatile unsigned i = 0; i < n; i = i + 1) {
-  }
+  for (unsigned i = 0; i < n; ++i) std::atomic_signal_fence(std::memory_order_seq_cst);  // kept: a compiler barrier
 }
 
 // An acquire load of a word the device writes.
