@@ -120,8 +120,8 @@ class ring_reserver {
       return s.end();
     }
   }
-  // commit() for a span claimed by this same call with nothing claimed after it (submit,
-  // submit_batch, the runtime's in-place dispatch): its end is the producer's cursor, so no
+  // commit() for a span claimed by this same call with nothing claimed after it (aql_queue's
+  // submit, submit_batch of a span, try_submit_in_place): its end is the producer's cursor, so no
   // published end can exceed it and the write index is stored without reading it back first
   // (three instructions a packet less than commit(); issue 11).
   AQUEDUCT_ALWAYS_INLINE std::uint64_t commit_newest(ring_span s) noexcept {
