@@ -38,7 +38,9 @@ template <class Pred>
 // A busy delay of about n loop iterations (a fraction of a nanosecond to a few each): to vary
 // where, in another thread's progress, the next step of a test lands.
 inline void spin_iterations(unsigned n) noexcept {
-  for (unsigned i = 0; i < n; ++i) std::atomic_signal_fence(std::memory_order_seq_cst);  // kept: a compiler barrier
+  // The volatile counter's load and store are the delay; the increment is a statement of its own
+  // (C++20 deprecates using the value of an assignment to a volatile, as a for's third clause does).
+  for (volatile unsigned i = 0; i < n;) i = i + 1;
 }
 
 // An acquire load of a word the device writes.
