@@ -36,13 +36,12 @@ class signal_pool;
 class pooled_signal {
  public:
   pooled_signal() noexcept = default;
-  pooled_signal(pooled_signal&& o) noexcept : pool_(std::exchange(o.pool_, nullptr)), sig_(o.sig_), index_(o.index_) {}
+  pooled_signal(pooled_signal&& o) noexcept : pool_(std::exchange(o.pool_, nullptr)), sig_(o.sig_) {}
   pooled_signal& operator=(pooled_signal&& o) noexcept {
     if (this != &o) {
       reset();
       pool_ = std::exchange(o.pool_, nullptr);
       sig_ = o.sig_;
-      index_ = o.index_;
     }
     return *this;
   }
@@ -62,12 +61,12 @@ class pooled_signal {
 
  private:
   friend class signal_pool;
-  pooled_signal(signal_pool* p, abi::amd_signal* s, std::uint32_t i) noexcept : pool_(p), sig_(s), index_(i) {}
+  pooled_signal(signal_pool* p, abi::amd_signal* s) noexcept : pool_(p), sig_(s) {}
   signal_pool* pool_ = nullptr;
-  // The signal itself, kept beside its index: ref() is one load, not the pool's storage and an
-  // index (a `co_await until(...)` of a ready signal, every wait and barrier: issue 12).
+  // The signal itself, not its index in the pool: ref() is one load, not the pool's storage and an
+  // index (a `co_await until(...)` of a ready signal, every wait and barrier: issue 12); reset()
+  // derives the index.
   abi::amd_signal* sig_ = nullptr;
-  std::uint32_t index_ = 0;
 };
 
 class signal_pool {
@@ -110,7 +109,7 @@ class signal_pool {
     const std::uint32_t i = free_[--free_count_];
     outstanding_.fetch_add(1, std::memory_order_relaxed);
     signal_ref(&storage_[i]).store(initial_value, std::memory_order_release);
-    return pooled_signal(this, &storage_[i], i);
+    return pooled_signal(this, &storage_[i]);
   }
   pooled_signal acquire(std::int64_t initial_value, nanoseconds timeout = nanoseconds::zero()) {
     return try_acquire(initial_value, timeout).value();
@@ -187,7 +186,10 @@ inline signal_ref pooled_signal::ref() const noexcept {
 }
 
 inline void pooled_signal::reset() noexcept {
-  if (pool_) std::exchange(pool_, nullptr)->retire(index_);
+  if (pool_) {
+    signal_pool* p = std::exchange(pool_, nullptr);
+    p->retire(static_cast<std::uint32_t>(sig_ - p->storage_.data()));
+  }
 }
 
 }  // namespace aqueduct::sync
