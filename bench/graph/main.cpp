@@ -238,23 +238,25 @@ void gated(benchmark::State& st, Submit&& submit) {
   gate.store(0);
   x.q.finish();
 }
+[[gnu::noinline]] void eager_body(world& x, g::detail::context& c, const std::source_location& loc, std::uint32_t i) {
+    auto a = g::on(x.q).dispatch(x.store_k, rt::grid{1}, rt::block{1}, x.out, i & 4095u, i).lower(c, loc);
+    benchmark::DoNotOptimize(a);
+}
+[[gnu::noinline]] void floor_body(world& x, std::uint32_t i) {
+    auto t = x.q.try_dispatch(x.store_k, rt::grid{1}, rt::block{1}, x.out, i & 4095u, i);
+    benchmark::DoNotOptimize(t);
+}
 void eager_dispatch(benchmark::State& st) {
   world& x = w();
   g::reactor r;
   g::detail::stop_state stop(nullptr, &r);
   g::detail::context c{&r, &stop, nullptr};
   const std::source_location loc = std::source_location::current();
-  gated(st, [&](std::uint32_t i) {
-    auto a = g::on(x.q).dispatch(x.store_k, rt::grid{1}, rt::block{1}, x.out, i & 4095u, i).lower(c, loc);
-    benchmark::DoNotOptimize(a);
-  });
+  gated(st, [&](std::uint32_t i) { eager_body(x, c, loc, i); });
 }
 void eager_dispatch_floor(benchmark::State& st) {
   world& x = w();
-  gated(st, [&](std::uint32_t i) {
-    auto t = x.q.try_dispatch(x.store_k, rt::grid{1}, rt::block{1}, x.out, i & 4095u, i);
-    benchmark::DoNotOptimize(t);
-  });
+  gated(st, [&](std::uint32_t i) { floor_body(x, i); });
 }
 
 // ---- capture, instantiate, update, replay of a 1,000-node chain --------------------------------

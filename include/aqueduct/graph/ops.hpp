@@ -91,14 +91,23 @@ node_id record_in_place(capture_strand& s, Fill&& fill) {
 template <class Derived, runtime::queue_kind K>
 class queue_op {
  public:
-  [[nodiscard]] ticket_awaiter<K> lower(context& c, std::source_location loc) && {
+  // Inlined into the co_await (issue 12: eager co_await q.dispatch within 10 ns of the runtime's
+  // own typed enqueue): the submit, one test for the rare cases (a stop, a capture, a trace), the
+  // awaiter built in place; everything else is out of line.
+  [[nodiscard]] AQUEDUCT_ALWAYS_INLINE ticket_awaiter<K> lower(context& c, std::source_location loc) && {
     Derived& self = static_cast<Derived&>(*this);
-    if (AQUEDUCT_UNLIKELY(c.stop_requested())) throw_cancelled(self.describe(), loc);
-    if (AQUEDUCT_UNLIKELY(c.capturing())) return ticket_awaiter<K>(c, self.record(*c.capture, loc));
-    if (AQUEDUCT_UNLIKELY(c.tr != nullptr)) return lower_traced(c, loc);
-    auto t = self.submit();
-    if (AQUEDUCT_UNLIKELY(!t)) throw_failure(located(t.get_failure(), self.describe(), loc));
+    // The operation's inputs are read before the stop flags' atomic loads: GCC reloads from memory
+    // whatever it reads after one (the operation's address is in the awaiter), and read here they
+    // stay in registers, or constants when the co_await names them.
+    const auto submit = self.submitter();
+    if (AQUEDUCT_UNLIKELY(c.stop_requested() || c.capturing() || c.tr != nullptr)) return lower_rare(c, loc);
+    auto t = submit();
+    if (AQUEDUCT_UNLIKELY(!t)) submit_failed(t.get_failure(), loc);
     return ticket_awaiter<K>(*t, c, loc, &describe_op, this);
+  }
+  // What lower() submits, as a callable (an operation may bind its inputs by value).
+  AQUEDUCT_ALWAYS_INLINE auto submitter() {
+    return [this] { return static_cast<Derived&>(*this).submit(); };
   }
   // A label for the node this operation records (DOT, traces, errors, exec_graph lookups).
   Derived&& label(std::string l) && {
@@ -111,6 +120,18 @@ class queue_op {
 
  private:
   static std::string describe_op(const void* op) { return static_cast<const Derived*>(op)->describe(); }
+  // lower() in a stopped run (the co_await fails: a stop is never withdrawn), inside capture()
+  // (recorded, not submitted), or traced — in that order.
+  AQUEDUCT_NOINLINE ticket_awaiter<K> lower_rare(context& c, std::source_location loc) {
+    Derived& self = static_cast<Derived&>(*this);
+    if (c.stop_requested()) throw_cancelled(self.describe(), loc);
+    if (c.capturing()) return ticket_awaiter<K>(c, self.record(*c.capture, loc));
+    AQUEDUCT_ASSERT(c.tr != nullptr, "lower_rare: nothing rare about this co_await");
+    return lower_traced(c, loc);
+  }
+  [[noreturn]] AQUEDUCT_NOINLINE void submit_failed(const failure& f, const std::source_location& loc) const {
+    throw_failure(located(f, static_cast<const Derived&>(*this).describe(), loc));
+  }
   // Eager, traced: the submit timed as a host span; the awaiter adds the execution span. A PM4
   // or SDMA operation is bracketed by two timestamps on its queue (eager_trace.hpp), and the
   // awaiter waits for the second.
@@ -171,11 +192,25 @@ class dispatch_op : public queue_op<dispatch_op<K, P...>, K> {
               gpu_va counts = {})
       : q_(&q), k_(&k), g_(g), b_(b), args_(std::move(a)), counts_(counts) {}
 
-  result<runtime::ticket<K>> submit() {
-    if constexpr (std::same_as<K, runtime::pm4_t>)
-      if (counts_) return std::apply([&](const auto&... a) { return q_->try_dispatch_indirect(*k_, counts_, b_, a...); }, args_);
-    return std::apply([&](const auto&... a) { return q_->try_dispatch(*k_, g_, b_, a...); }, args_);
-  }
+  // The dispatch's shape and targets by value (the arguments stay in the operation: the kernarg
+  // copy takes their address), and the typed enqueue expanded in place (queue_op::lower).
+  struct bound_submit {
+    typename K::queue_type* q;
+    const runtime::kernel<P...>* k;
+    runtime::grid g;
+    runtime::block b;
+    gpu_va counts;
+    const args_type* args;
+    AQUEDUCT_ALWAYS_INLINE result<runtime::ticket<K>> operator()() const { return call(std::index_sequence_for<P...>{}); }
+    template <std::size_t... I>
+    AQUEDUCT_ALWAYS_INLINE result<runtime::ticket<K>> call(std::index_sequence<I...>) const {
+      if constexpr (std::same_as<K, runtime::pm4_t>)
+        if (counts) return q->try_dispatch_indirect(*k, counts, b, std::get<I>(*args)...);
+      return q->try_dispatch(*k, g, b, std::get<I>(*args)...);
+    }
+  };
+  AQUEDUCT_ALWAYS_INLINE bound_submit submitter() const { return {q_, k_, g_, b_, counts_, &args_}; }
+  AQUEDUCT_ALWAYS_INLINE result<runtime::ticket<K>> submit() { return submitter()(); }
   [[nodiscard]] std::string describe() const {
     return std::string(counts_ ? "indirect dispatch of kernel '" : "dispatch of kernel '") + k_->name() + "'";
   }

@@ -22,8 +22,10 @@
 #include <coroutine>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <source_location>
 #include <string>
+#include <utility>
 
 namespace aqueduct::graph::detail {
 
@@ -67,14 +69,19 @@ class ticket_awaiter {
       : ctx_(&c), s_(static_cast<const state*>(t.owner())), value_(t.value()), loc_(loc), describe_(d), op_(op) {}
   ticket_awaiter(ticket_awaiter&& o) noexcept
       : ctx_(o.ctx_), s_(o.s_), value_(o.value_), loc_(o.loc_), describe_(o.describe_), op_(o.op_), id_(o.id_),
-        traced_(std::move(o.traced_)) {
-    AQUEDUCT_ASSERT(!o.p_.linked, "a waiting awaiter moved");
+        traced_(std::exchange(o.traced_, nullptr)) {
+    AQUEDUCT_ASSERT(!o.watched_, "a waiting awaiter moved");
   }
   ticket_awaiter& operator=(ticket_awaiter&&) = delete;
-  ~ticket_awaiter() { ctx_->r->unwatch(p_); }
+  ~ticket_awaiter() {
+    if (watched_) ctx_->r->unwatch(p_);
+    if (AQUEDUCT_UNLIKELY(traced_ != nullptr)) drop_trace(traced_);
+  }
 
   [[nodiscard]] bool await_ready() const noexcept { return !s_ || probe::done(*s_, value_); }
   void await_suspend(std::coroutine_handle<> h) noexcept {
+    ::new (static_cast<void*>(&p_)) pending{};
+    watched_ = true;
     p_.poll = [](pending& p) noexcept {
       const auto& self = *static_cast<const ticket_awaiter*>(p.owner);
       return probe::done(*self.s_, self.value_) || (self.s_->port && self.s_->port->faulted());
@@ -102,7 +109,10 @@ class ticket_awaiter {
     throw_failure(located(f, describe_(op_) + " on " + K::name + " queue " + std::to_string(s_->res.queue_id()), loc_));
   }
   // A traced eager run: the operation's execution span is added when it completes (or fails).
-  void trace_into(std::unique_ptr<traced_op> t) noexcept { traced_ = std::move(t); }
+  void trace_into(std::unique_ptr<traced_op> t) noexcept {
+    if (traced_) drop_trace(traced_);
+    traced_ = t.release();
+  }
 
  private:
   context* ctx_;
@@ -112,8 +122,17 @@ class ticket_awaiter {
   describer describe_ = nullptr;
   const void* op_ = nullptr;
   node_id id_{};
-  pending p_{};
-  std::unique_ptr<traced_op> traced_;
+  bool watched_ = false;  // p_ built (await_suspend): a lowered operation that never suspends,
+                          // the common eager case when the work is already done and every
+                          // captured one, does not pay for the reactor's record (bench_graph
+                          // eager_dispatch)
+  union {
+    pending p_;
+  };
+  // Owned (a traced eager run only); a plain pointer so that the destructor stays inline, with
+  // the trace's destruction out of line.
+  traced_op* traced_ = nullptr;
+  AQUEDUCT_NOINLINE static void drop_trace(traced_op* t) noexcept { delete t; }
 
   void finish_trace(bool failed) const {
     std::uint64_t b = 0, e = 0;
