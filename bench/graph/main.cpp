@@ -13,7 +13,9 @@
 //   resume           suspend -> the reactor polls a completed wait -> resume
 //                    floor: a suspend that resumes itself by symmetric transfer
 //   eager_dispatch   lowering co_await on(q).dispatch(...) (submission included, no wait)
-//                    floor: the runtime's typed q.try_dispatch(...)
+//                    floor: the runtime's typed q.try_dispatch(...); each iteration of both is a
+//                    call of a function of its own (eager_body, floor_body), whose instructions
+//                    scripts/graph-eager-cost.sh counts under callgrind
 //   capture          per node, a 1,000-node chain
 //   instantiate      per node, a 1,000-node chain (includes its memory allocation)
 //   node_update      exec.try_set_args on a kernel node
