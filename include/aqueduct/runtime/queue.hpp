@@ -484,7 +484,9 @@ class queue : public detail::queue_waits<queue, aql_t> {
       const std::uint64_t signal = st.slots.handle(index);
       const bool hidden = h.any;
       write_kernargs(ka);
-      if (hidden) h.put_listed(ka, kernarg_size, g, b, hidden_values{st.desc_va, dynamic_lds});
+      // (The grid and block rebuilt from their fields: passed whole, GCC kept them in memory and
+      // stored them on every dispatch, hidden arguments or not — issue 11.)
+      if (hidden) h.put_listed(ka, kernarg_size, grid{g.x, g.y, g.z}, block{b.x, b.y, b.z}, hidden_values{st.desc_va, dynamic_lds});
       detail::aql_slot_signals::arm_handle(signal, index);
       return w.write(slot, g.x, g.y, g.z, ka_va, signal);
     }
