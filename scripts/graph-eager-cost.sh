@@ -25,8 +25,9 @@ per_call() {
   callgrind_annotate --inclusive=yes --tree=calling --threshold=100 "$tmp/cg.$case" 2>/dev/null |
     sed -E ':a; s/([0-9]),([0-9])/\1\2/; ta' >"$tmp/tree.$case"
   awk -v fn="::$fn(" '
-    # "N (p%)  *  file:function": the function, N its inclusive count (the first such line is the
-    # file that holds its definition; the others are code inlined into it from other files).
+    # "N (p%)  *  file:function": the function, N its inclusive count. The listing is sorted by
+    # count, so the first such line is the whole function; the later ones are the parts of it
+    # inlined from other files.
     index($0, "*  ") && index($0, fn) && !incl { incl = $1 }
     # "N (p%)  >  file:callee (Kx)": a call; the one to the function gives its call count.
     index($0, ">  ") && index($0, fn) && match($0, /\(([0-9]+)x\)/) && !calls { calls = substr($0, RSTART + 1, RLENGTH - 3) }

@@ -241,12 +241,12 @@ void gated(benchmark::State& st, Submit&& submit) {
   x.q.finish();
 }
 [[gnu::noinline]] void eager_body(world& x, g::detail::context& c, const std::source_location& loc, std::uint32_t i) {
-    auto a = g::on(x.q).dispatch(x.store_k, rt::grid{1}, rt::block{1}, x.out, i & 4095u, i).lower(c, loc);
-    benchmark::DoNotOptimize(a);
+  auto a = g::on(x.q).dispatch(x.store_k, rt::grid{1}, rt::block{1}, x.out, i & 4095u, i).lower(c, loc);
+  benchmark::DoNotOptimize(a);
 }
 [[gnu::noinline]] void floor_body(world& x, std::uint32_t i) {
-    auto t = x.q.try_dispatch(x.store_k, rt::grid{1}, rt::block{1}, x.out, i & 4095u, i);
-    benchmark::DoNotOptimize(t);
+  auto t = x.q.try_dispatch(x.store_k, rt::grid{1}, rt::block{1}, x.out, i & 4095u, i);
+  benchmark::DoNotOptimize(t);
 }
 void eager_dispatch(benchmark::State& st) {
   world& x = w();
