@@ -150,6 +150,55 @@ TEST_CASE("a stop of the run reaches every branch; the stop token says so") {
   CHECK(saw == 3);
 }
 
+TEST_CASE("a stop inside a nested when_all stays below it: the task that caught its failure and the other branches go on") {
+  // Once any state of a run's stop tree is asked to stop, stop_requested() walks up the chain
+  // (graph/stop.hpp): here the inner when_all's state stops, its parent and its siblings must not.
+  watchdog w(10s);
+  g::async_event never;
+  g::async_event caught;
+  bool inner_sibling_cancelled = false;
+  bool catcher_stopped = true;
+  bool other_branch_stopped = true;
+  auto waits = [&]() -> g::task<int> {
+    try {
+      co_await never;
+    } catch (const aq::error& e) {
+      inner_sibling_cancelled = code_of(e) == aq::errc::cancelled;
+      throw;
+    }
+    co_return 1;
+  };
+  auto fails = [&]() -> g::task<int> {
+    co_await std::suspend_never{};
+    throw boom("inner");
+    co_return 0;
+  };
+  auto catcher = [&]() -> g::task<int> {
+    try {
+      co_await g::when_all(fails(), waits());
+    } catch (const boom&) {
+    }
+    catcher_stopped = (co_await g::get_stop_token()).stop_requested();
+    caught.set();
+    co_await g::when_all(value(1), value(2));  // a new when_all below a task that is not stopped runs
+    co_return 7;
+  };
+  auto other = [&]() -> g::task<int> {
+    co_await caught;  // suspends until the catcher has seen the inner failure: not cancelled
+    other_branch_stopped = (co_await g::get_stop_token()).stop_requested();
+    co_return 5;
+  };
+  auto root = [&]() -> g::task<int> {
+    auto [a, b] = co_await g::when_all(catcher(), other());
+    co_return a + b;
+  };
+  CHECK(g::sync_wait(root(), w.options()) == 12);
+  CHECK(inner_sibling_cancelled);
+  CHECK_FALSE(catcher_stopped);
+  CHECK_FALSE(other_branch_stopped);
+  CHECK_FALSE(w.stop.stop_requested());
+}
+
 TEST_CASE("nested when_all and a branch that finishes synchronously before the others start") {
   auto inner = []() -> g::task<int> {
     auto [x, y] = co_await g::when_all(value(2), value(3));

@@ -49,6 +49,7 @@
 #include <memory>
 #include <new>
 #include <source_location>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -116,7 +117,10 @@ class queue_op {
   }
 
  protected:
-  std::string label_;
+  // Empty unless label() was called: an unlabelled operation (the eager common case) stores and
+  // tests one flag, not a string's three words and its destructor's branch.
+  std::optional<std::string> label_;
+  [[nodiscard]] std::string take_label() { return label_ ? std::move(*label_) : std::string(); }
 
  private:
   static std::string describe_op(const void* op) { return static_cast<const Derived*>(op)->describe(); }
@@ -222,7 +226,7 @@ class dispatch_op : public queue_op<dispatch_op<K, P...>, K> {
     return record_in_place(s, [&](node& n) {
       n.kind = node_kind::kernel;
       n.queue = binding_of(*q_);
-      n.label = std::move(this->label_);
+      n.label = this->take_label();
       n.where = loc;
       n.kernel = k_->info();
       n.grid = g_;
@@ -272,7 +276,7 @@ class submit_op : public queue_op<submit_op<K, Submit>, K> {
         throw_failure(located(r.get_failure(), describe(), loc));
     node n = std::move(proto_);
     if (n.kind != node_kind::signal_wait) n.queue = binding_of(*q_);  // a wait is placed on its consumers
-    n.label = std::move(this->label_);
+    n.label = this->take_label();
     n.where = loc;
     return detail::record(s, std::move(n));
   }
@@ -310,7 +314,7 @@ class shader_op : public queue_op<shader_op<K>, K> {
     auto r = check_shader_op(n);
     if (r) r = try_resolve_shader_kernel(n);
     if (!r) throw_failure(located(r.get_failure(), kind_name(n) + " of " + std::to_string(n.bytes) + " bytes", loc));
-    n.label = std::move(this->label_);
+    n.label = this->take_label();
     n.where = loc;
     return detail::record(s, std::move(n));
   }
@@ -375,7 +379,7 @@ class aql_barrier_op : public queue_op<aql_barrier_op, runtime::aql_t> {
     node_id last{};
     for (std::size_t i = 0; i < n_; ++i) {
       node n = signal_wait_node(deps_[i], &q_->agent_state(), abi::signal_condition::eq, 0);
-      n.label = this->label_;
+      n.label = this->label_.value_or(std::string());
       n.where = loc;
       last = detail::record(s, std::move(n));
     }

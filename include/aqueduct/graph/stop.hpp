@@ -4,7 +4,8 @@
 // Layer: graph. A stop state is a flag plus a link to its parent: a when_all's branches share a
 // state whose parent is the awaiting task's, so a stop requested at the root, or a sibling's
 // failure, reaches every branch below without callbacks or allocation (stop_requested() walks up
-// the chain, which is as deep as when_alls are nested). Requesting a stop wakes the reactor that
+// the chain, which is as deep as when_alls are nested — only once some state of the tree was
+// asked to stop: until then one flag, the root's, says no). Requesting a stop wakes the reactor that
 // runs the tasks (its pending waits re-check). std::stop_token interoperates at the root
 // (sync_wait_options::stop).
 // What a stop does: every graph operation awaited afterwards fails with errc::cancelled before it
@@ -32,11 +33,15 @@ class wakeable {
 class stop_state {
  public:
   stop_state() noexcept = default;
-  explicit stop_state(const stop_state* parent, wakeable* waker = nullptr) noexcept : parent_(parent), waker_(waker) {}
+  explicit stop_state(const stop_state* parent, wakeable* waker = nullptr) noexcept
+      : parent_(parent), waker_(waker), tree_(parent ? parent->tree_ : &any_) {}
   stop_state(const stop_state&) = delete;
   stop_state& operator=(const stop_state&) = delete;
 
+  // One load while no stop was requested anywhere in the tree (every co_await of a graph
+  // operation asks); the walk up the chain only after one was.
   [[nodiscard]] bool stop_requested() const noexcept {
+    if (!tree_->load(std::memory_order_acquire)) return false;
     for (const stop_state* s = this; s; s = s->parent_)
       if (s->requested_.load(std::memory_order_acquire)) return true;
     return false;
@@ -44,6 +49,8 @@ class stop_state {
   // True the first time (a later call changes nothing).
   bool request_stop() noexcept {
     if (requested_.exchange(true, std::memory_order_acq_rel)) return false;
+    // After this state's own flag: whoever sees the tree's flag (acquire) sees this one.
+    tree_->store(true, std::memory_order_release);
     for (const stop_state* s = this; s; s = s->parent_)
       if (s->waker_) {
         s->waker_->wake();
@@ -58,6 +65,10 @@ class stop_state {
   std::atomic<bool> requested_{false};
   const stop_state* parent_ = nullptr;
   wakeable* waker_ = nullptr;
+  // Set once any state of this tree (the root and every state below it) was asked to stop; the
+  // root's own any_ (a child's tree_ is its root's: a child lives inside its parent's run).
+  std::atomic<bool> any_{false};
+  std::atomic<bool>* tree_ = &any_;
 };
 
 }  // namespace detail

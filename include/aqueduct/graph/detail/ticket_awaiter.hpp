@@ -73,9 +73,10 @@ class ticket_awaiter {
     AQUEDUCT_ASSERT(!o.watched_, "a waiting awaiter moved");
   }
   ticket_awaiter& operator=(ticket_awaiter&&) = delete;
-  ~ticket_awaiter() {
-    if (watched_) ctx_->r->unwatch(p_);
-    if (AQUEDUCT_UNLIKELY(traced_ != nullptr)) drop_trace(traced_);
+  // Inline, one test: an awaiter that never suspended and is not traced (the eager case whose
+  // work is done, and every captured one) releases nothing; the rest is out of line.
+  AQUEDUCT_ALWAYS_INLINE ~ticket_awaiter() {
+    if (AQUEDUCT_UNLIKELY(watched_ || traced_ != nullptr)) release();
   }
 
   [[nodiscard]] bool await_ready() const noexcept { return !s_ || probe::done(*s_, value_); }
@@ -133,6 +134,10 @@ class ticket_awaiter {
   // the trace's destruction out of line.
   traced_op* traced_ = nullptr;
   AQUEDUCT_NOINLINE static void drop_trace(traced_op* t) noexcept { delete t; }
+  AQUEDUCT_NOINLINE void release() noexcept {
+    if (watched_) ctx_->r->unwatch(p_);
+    if (traced_ != nullptr) drop_trace(traced_);
+  }
 
   void finish_trace(bool failed) const {
     std::uint64_t b = 0, e = 0;
