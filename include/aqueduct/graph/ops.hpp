@@ -48,8 +48,8 @@
 #include <cstdint>
 #include <memory>
 #include <new>
-#include <source_location>
 #include <optional>
+#include <source_location>
 #include <span>
 #include <string>
 #include <tuple>
