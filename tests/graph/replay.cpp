@@ -461,6 +461,43 @@ TEST_CASE("destroying an exec_graph with a replay in flight waits for it, then f
   CHECK(out[0] == 111);  // the replay ran to its end on memory that was still the graph's
 }
 
+// A replay's done signal is written before the end of its submission: on SDMA a 64-bit value is
+// two FENCEs (low dword first), then the graph event's FENCE and TRAP, then the queue's own
+// completion. The host sees the replay done at the first FENCE; with the engine pausing after each
+// FENCE, a graph destroyed or a slot rewritten at that moment would leave the rest of the
+// submission writing freed memory (a memory violation that stops the queue) or reading a rewritten
+// indirect buffer. The queue must still work afterwards, and each slot's next replay must run.
+TEST_CASE("an exec_graph is freed, and a slot reused, only after its queues ran the whole submission") {
+  rig r;
+  rt::agent gpu = r.gpu;
+  auto engines = r.sys.emulator()->get_engine_options();
+  engines.sdma.fence_pause = 2ms;
+  r.sys.emulator()->set_engine_options(engines);  // for the queues created from now on
+  auto sdma = gpu.make_queue(aq::sdma);
+  auto a = r.host_buffer(4, 5);
+  auto b = r.host_buffer(4);
+  auto prog = [&]() -> g::task<void> { co_await g::on(sdma).copy(b.va(), a.va(), 16); };
+  const g::task_graph tg = g::capture(prog());
+  for (const g::replay_mode mode : {g::replay_mode::ring_copy, g::replay_mode::indirect}) {
+    CAPTURE(mode == g::replay_mode::indirect);
+    for (int round = 0; round < 3; ++round) {
+      {
+        // The host spins: it sees the first FENCE at once.
+        auto e = g::instantiate(tg, {.replay_slots = 2, .wait = aq::sync::wait_policy::spin(), .trace = false, .mode = mode});
+        for (std::uint32_t rep = 0; rep < 4; ++rep) {  // two slots: the third and fourth launch reuse them
+          a[0] = 100 * static_cast<std::uint32_t>(round) + rep;
+          e.wait(e.launch());
+          CHECK(b[0] == a[0]);
+        }
+      }  // destroyed right after the last replay was seen done
+      auto t = sdma.try_copy(b.va(), a.va(), 4);
+      REQUIRE(t);
+      const auto w = sdma.try_wait(*t);
+      REQUIRE_MESSAGE(static_cast<bool>(w), (w ? std::string() : std::string(w.get_failure().detail())));
+    }
+  }
+}
+
 TEST_CASE("a traced replay gives every node a device span on its queue, after the host launch") {
   rig r;
   pipeline p(r, 256);

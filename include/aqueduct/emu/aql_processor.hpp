@@ -586,16 +586,18 @@ class aql_processor : public queue_wakeup {
   }
 
   // A packet's completion: the profiling end stamp, the completion signal decremented with the
-  // packet's release scope, then its event (mailbox, then the notifier).
+  // packet's release scope, then its event (mailbox, then the notifier). The signal's event fields
+  // are read before the decrement: once a waiter sees the value, it may free the signal, and the
+  // processor must not read it after that.
   void signal_completion(std::uint64_t signal, std::uint8_t release_scope, bool profiling) {
     if (signal == 0) return;
     auto* sig = host<abi::amd_signal>(signal);
     if (profiling) std::atomic_ref<std::uint64_t>(sig->end_ts).store(events_.gpu_clock(), std::memory_order_relaxed);
+    const std::uint64_t mailbox = std::atomic_ref<std::uint64_t>(sig->event_mailbox_ptr).load(std::memory_order_relaxed);
+    const std::uint32_t id = mailbox != 0 ? std::atomic_ref<std::uint32_t>(sig->event_id).load(std::memory_order_relaxed) : 0;
     const auto order = release_scope == 0 ? std::memory_order_relaxed : std::memory_order_release;
     std::atomic_ref<std::int64_t>(sig->value).fetch_sub(1, order);
-    const std::uint64_t mailbox = std::atomic_ref<std::uint64_t>(sig->event_mailbox_ptr).load(std::memory_order_relaxed);
     if (mailbox != 0) {
-      const std::uint32_t id = std::atomic_ref<std::uint32_t>(sig->event_id).load(std::memory_order_relaxed);
       if (mailbox % 8 == 0 && tlb_.is_mapped(mailbox, 8))
         std::atomic_ref<std::uint64_t>(*host<std::uint64_t>(mailbox)).store(id, std::memory_order_release);
       events_.signal_event(id);

@@ -75,6 +75,10 @@ struct sdma_engine_options {
   std::chrono::microseconds spin{50};             // busy-poll this long before sleeping
   std::chrono::microseconds preempt_interval{0};  // preempted on this timer (0: only on demand)
   std::chrono::microseconds preempt_off_for{0};   // a timer preemption keeps the queue off this long
+  // Pause after each FENCE write (0: none). A test knob: it widens the window in which a host that
+  // saw one FENCE's value acts while the rest of that submission (a 64-bit value's second FENCE,
+  // the event's FENCE and TRAP, the queue's own completion) has not run yet.
+  std::chrono::microseconds fence_pause{0};
 };
 
 // What a preemption saves of an SDMA queue (KFD's SDMA MQD: the ring registers it reads back at a
@@ -522,6 +526,7 @@ inline sdma_engine::outcome sdma_engine::exec(std::span<const std::uint32_t> pkt
       if (a % 4) return refuse(engine_fault::misaligned_address, a, "FENCE address");
       if (!check(a, 4, bad)) return refuse(engine_fault::memory_violation, bad, "FENCE write");
       std::atomic_ref<std::uint32_t>(*static_cast<std::uint32_t*>(vm_.host_address(a))).store(at(3), std::memory_order_release);
+      if (AQUEDUCT_UNLIKELY(opt_.fence_pause.count() != 0)) std::this_thread::sleep_for(opt_.fence_pause);
       break;
     }
     case s::op::trap:

@@ -93,9 +93,13 @@ class exec_graph {
   // Until replay `t` has finished on every queue; a fault names the node (see the header comment).
   [[nodiscard]] result<void> try_wait(replay_ticket t, sync::nanoseconds timeout = sync::infinite);
   void wait(replay_ticket t) { try_wait(t).value(); }
+  // Also until the queues have run every replay's submission to its end (the packets after the
+  // done signals): the graph's memory can then be freed (the destructor waits this way).
   [[nodiscard]] result<void> try_wait_all(sync::nanoseconds timeout = sync::infinite) {
     if (!s_ || s_->launched == 0) return ok();
-    return try_wait(replay_ticket{s_->launched - 1}, timeout);
+    const std::uint64_t last = s_->launched - 1;
+    AQUEDUCT_TRY_VOID(try_wait(replay_ticket{last}, timeout));
+    return try_retire(static_cast<std::uint32_t>(last % s_->slots()), timeout);  // queues run in order: the last is enough
   }
   // Whether replay `t` has finished (nothing waited).
   [[nodiscard]] bool done(replay_ticket t) const noexcept;
@@ -174,6 +178,7 @@ class exec_graph {
   void write_kernargs(std::uint32_t node, std::uint32_t slot) noexcept;
   [[nodiscard]] detail::slot_view view(std::uint32_t slot) const noexcept;
   [[nodiscard]] bool slot_done(std::uint32_t slot) const noexcept;
+  [[nodiscard]] result<void> try_retire(std::uint32_t slot, sync::nanoseconds timeout) const;
   [[nodiscard]] std::optional<failure> fault(std::uint32_t slot) const;
   // The flat index of `n`, which must be a `k` node (node_kind::child: any kind; a child graph
   // itself has no flat index).
@@ -412,6 +417,8 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
     s.segs[i].q = s.p.segments[i];
     s.segs[i].slots.resize(o.replay_slots);
     s.segs[i].submitted_at.assign(o.replay_slots, 0);
+    s.segs[i].pm4_end.assign(o.replay_slots, {});
+    s.segs[i].sdma_end.assign(o.replay_slots, {});
     if (o.mode == replay_mode::indirect && (s.segs[i].q.type == queue_type::pm4 || s.segs[i].q.type == queue_type::sdma)) {
       const runtime::detail::agent_state& a = *s.segs[i].q.agent;
       AQUEDUCT_TRY(s.segs[i].cursor, kfd::buffer<detail::file_type>::try_allocate(a.sys->ref(), *a.node,
@@ -456,6 +463,18 @@ inline bool exec_graph::slot_done(std::uint32_t slot) const noexcept {
   for (std::uint32_t seg = 0; seg < s_->segs.size(); ++seg)
     if (sync::atomic_load(s_->signal(slot, s_->p.node_signals + seg)->value, std::memory_order_acquire) != 0) return false;
   return true;
+}
+
+// Until the PM4 and SDMA queues have run the slot's last submissions to their end (see
+// exec_segment::pm4_end); called once its done signals are set, so at most a few packets remain.
+inline result<void> exec_graph::try_retire(std::uint32_t slot, sync::nanoseconds timeout) const {
+  for (const detail::exec_segment& sg : s_->segs) {
+    if (sg.q.type == queue_type::pm4 && sg.pm4_end[slot])
+      AQUEDUCT_TRY_VOID(static_cast<const runtime::pm4_queue*>(sg.q.queue)->try_wait(sg.pm4_end[slot], timeout));
+    else if (sg.q.type == queue_type::sdma && sg.sdma_end[slot])
+      AQUEDUCT_TRY_VOID(static_cast<const runtime::sdma_queue*>(sg.q.queue)->try_wait(sg.sdma_end[slot], timeout));
+  }
+  return ok();
 }
 
 inline bool exec_graph::done(replay_ticket t) const noexcept {
@@ -528,6 +547,7 @@ inline result<void> exec_graph::submit_slot(std::uint32_t slot) {
         s.launch_items += cmds.size();
         auto t = static_cast<runtime::pm4_queue*>(sg.q.queue)->try_submit(cmds, sync::infinite, &sg.submitted_at[slot]);
         if (!t) return std::move(t).get_failure();
+        sg.pm4_end[slot] = *t;
         break;
       }
       case queue_type::sdma: {
@@ -536,6 +556,7 @@ inline result<void> exec_graph::submit_slot(std::uint32_t slot) {
         auto t = sg.indirect() ? q.try_submit_indirect(sg.ib_refs[slot], sync::infinite, &sg.submitted_at[slot])
                                : q.try_submit(c.cmds, sync::infinite, &sg.submitted_at[slot]);
         if (!t) return std::move(t).get_failure();
+        sg.sdma_end[slot] = *t;
         break;
       }
       case queue_type::none: break;
@@ -556,6 +577,9 @@ inline result<replay_ticket> exec_graph::launch_impl(bool host_nodes_ok, sync::n
   // The slot's signals are about to be reset: the replay that waits for them (the one after its
   // last user) must have finished.
   if (seq + 1 >= s.slots()) AQUEDUCT_TRY_VOID(try_wait(replay_ticket{seq + 1 - s.slots()}, slot_timeout));
+  // ...and its queues must have run its last user's submissions to their end (exec_segment::pm4_end):
+  // one load per PM4 or SDMA queue when they have, as they nearly always have by now.
+  if (seq >= s.slots()) AQUEDUCT_TRY_VOID(try_retire(slot, slot_timeout));
   const std::uint64_t t0 = s.opt.trace ? steady_now_ns() : 0;
   AQUEDUCT_TRY_VOID(prepare_slot(slot));
   s.slot_replay[slot] = seq + 1;

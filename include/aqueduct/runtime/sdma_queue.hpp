@@ -259,6 +259,9 @@ class sdma_queue : public detail::queue_waits<sdma_queue, sdma_t> {
   }
   // After the work before it: set an amd_signal's 64-bit value (two FENCEs, low dword first), then,
   // if the signal names a KFD event, FENCE its mailbox and TRAP so host waiters wake (§3.4).
+  // A host that sees the value may have seen only the first FENCE: the engine still writes the high
+  // dword and the mailbox. Wait for the returned ticket, not only the value, before freeing the
+  // signal's memory (graph replays do: exec_graph frees its signals after its queues' tickets).
   result<sdma_ticket> try_signal(sync::signal_ref sig, std::int64_t value, sync::nanoseconds timeout = sync::infinite) {
     const abi::amd_signal& s = *sig.get();
     const gpu_va value_va(sig.handle() + offsetof(abi::amd_signal, value));

@@ -86,6 +86,15 @@ struct exec_segment {
   queue_binding q;
   std::vector<segment_commands> slots;
   std::vector<std::uint64_t> submitted_at;  // per slot: where its last replay started (AQL packet index, PM4 dword, SDMA byte)
+  // Per slot: the queue's ticket for its last replay's submission (PM4 or SDMA; AQL has none). A
+  // replay is seen finished by its done signal, which the queue writes before the end of that
+  // submission (SDMA: a 64-bit value is two FENCEs, low dword first, then the graph event's FENCE
+  // and TRAP; PM4 and SDMA: then the queue's own completion). So the slot's memory (signals,
+  // indirect buffers, flag words) is freed or written again only once the queue has passed this
+  // ticket (exec_graph::try_retire): else those last packets write freed memory — a memory
+  // violation that stops the queue — or run from a rewritten indirect buffer.
+  std::vector<runtime::pm4_ticket> pm4_end;
+  std::vector<runtime::sdma_ticket> sdma_end;
   // Indirect mode (PM4, SDMA): per slot, the segment's packets in memory the engine reads, and what
   // a replay submits: PM4 the INDIRECT_BUFFER packets, SDMA the buffers (graph/detail/indirect.hpp).
   std::vector<kfd::buffer<file_type>> ib;
