@@ -262,6 +262,90 @@ TEST_CASE("a fault in a middle node names it and lists what depends on it as not
   CHECK(b[0] == 0);
 }
 
+// Session 25: once a replay had failed, the exec graph's destructor freed its memory at once,
+// while its other queues still waited (SDMA POLL_REGMEM, PM4 WAIT_REG_MEM, AQL barrier-AND) on
+// signals in it that the failed node would never set: they then polled freed memory (a memory
+// violation that stops an innocent queue, or on a GPU a read of whatever is mapped there next).
+// Now the memory is handed to those queues and freed when each has finished or been destroyed.
+// Frees are counted at the device file (FREE_MEMORY_OF_GPU, kfd_ioctl.h 0x17).
+TEST_CASE("a failed replay's graph memory outlives the queues still waiting on it, and is freed with them") {
+  auto dev = aq::emu::device::create(aq::emu::machine_config::parse("rx7900xtx"));
+  auto counts = std::make_shared<device_counts>();
+  auto sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev, counts), &dev);
+  REQUIRE(sys);
+  const auto& gpu = sys->default_agent();
+  auto exe = aq::emu::load(gpu, kernels());
+  auto store_k = exe.get_kernel<std::uint32_t*, std::uint32_t, std::uint32_t>("store");
+  auto a = gpu.alloc<std::uint32_t>(4, rt::memory_kind::host), b = gpu.alloc<std::uint32_t>(4, rt::memory_kind::host);
+  std::fill_n(a.data(), 4, 0u);
+  std::fill_n(b.data(), 4, 0u);
+  struct queues {
+    rt::queue aql, aql2;
+    rt::pm4_queue pm4;
+    rt::sdma_queue sdma;
+  };
+  const auto make_queues = [&] {
+    return queues{gpu.make_queue(aq::aql), gpu.make_queue(aq::aql, {.drain_timeout = 20ms}), gpu.make_queue(aq::pm4, {.drain_timeout = 20ms}),
+                  gpu.make_queue(aq::sdma, {.drain_timeout = 20ms})};
+  };
+  // bad store (AQL) -> copy (SDMA) -> store (PM4) -> store (second AQL queue): each of the three
+  // after the first waits on the signal of the node before it, in the graph's memory.
+  const auto prog = [&](queues& q, aq::gpu_va bad) -> g::task<void> {
+    co_await g::on(q.aql).dispatch(store_k, rt::grid{1}, rt::block{1}, rt::device_ptr<std::uint32_t>::at(bad), 0u, 2u).label("first");
+    co_await g::on(q.sdma).copy(b.va(), a.va(), 4).label("copy after");
+    co_await g::on(q.pm4).dispatch(store_k, rt::grid{1}, rt::block{1}, a, 1u, 7u).label("pm4 after");
+    co_await g::on(q.aql2).dispatch(store_k, rt::grid{1}, rt::block{1}, a, 2u, 8u).label("aql after");
+  };
+  {  // the same once without a fault: what the agent allocates on first use is allocated now
+    queues q = make_queues();
+    auto exec = g::instantiate(g::capture(prog(q, a.va())));
+    exec.wait(exec.launch());
+    REQUIRE(a[2] == 8);
+    std::fill_n(a.data(), 4, 0u);
+    std::fill_n(b.data(), 4, 0u);
+  }
+  const std::int64_t bos_before = counts->bos.load();
+  {
+    queues q = make_queues();
+    const std::int64_t bos_with_queues = counts->bos.load();
+    std::int64_t bos_with_graph = 0;
+    {
+      auto exec = g::instantiate(g::capture(prog(q, aq::gpu_va(0x10))));
+      bos_with_graph = counts->bos.load();
+      REQUIRE(bos_with_graph > bos_with_queues);
+      auto res = exec.try_wait(exec.launch(), 10s);
+      REQUIRE_FALSE(res);
+      CHECK(res.get_failure() == aq::errc::device_fault);
+      REQUIRE(q.aql.fault());
+    }
+    CHECK(counts->bos.load() == bos_with_graph);  // the graph's memory is still allocated
+    std::this_thread::sleep_for(30ms);             // while the waiting queues keep polling it
+    CHECK_MESSAGE(!q.sdma.fault(), q.sdma.fault()->detail());
+    CHECK_MESSAGE(!q.pm4.fault(), q.pm4.fault()->detail());
+    CHECK_MESSAGE(!q.aql2.fault(), q.aql2.fault()->detail());
+    CHECK(b[0] == 0);  // nothing after the failed node ran
+    CHECK(a[1] == 0);
+    CHECK(a[2] == 0);
+    // Destroyed one by one, the last holder last: the graph's memory goes with it.
+    std::int64_t bos = counts->bos.load();
+    std::vector<std::int64_t> freed;
+    const auto destroyed = [&](auto& queue) {
+      queue = std::remove_cvref_t<decltype(queue)>{};
+      freed.push_back(bos - counts->bos.load());
+      bos = counts->bos.load();
+    };
+    destroyed(q.aql);
+    destroyed(q.sdma);
+    destroyed(q.pm4);
+    destroyed(q.aql2);
+    CAPTURE(bos_with_queues - bos_before);
+    CAPTURE(bos_with_graph - bos_with_queues);
+    // The two AQL queues own as many BOs each; the second one's destruction also freed the graph's.
+    CHECK(freed[3] - freed[0] == bos_with_graph - bos_with_queues);
+  }
+  CHECK(counts->bos.load() == bos_before);  // nothing left
+}
+
 TEST_CASE("a host node runs between its device neighbours on every replay") {
   rig r;
   auto a = r.host_buffer(1), b = r.host_buffer(1);

@@ -14,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -234,6 +235,80 @@ TEST_CASE("a kernel that never ends: destroying its queue is bounded (bug 4)") {
 // Bug 4's other half: "destroying its queue (or the system) blocks forever". Here nothing is
 // destroyed by hand: the queue, the kernel's executable and buffer and the system go together at
 // the end of a scope (the system last, as its last owner goes), with the kernel still spinning.
+// hold_until_done (runtime/detail/held_memory.hpp): an owner that goes away while a queue may
+// still use its memory (an exec graph after a failed replay) hands the memory to the queue. It
+// is freed at once on an idle queue, after the queue has finished (seen by finish), or when the
+// queue is destroyed if its work never ends — on each queue kind. Seen through a weak_ptr.
+TEST_CASE("hold_until_done keeps an owner's memory until the queue is done with it or destroyed (AQL, PM4, SDMA)") {
+  auto sys = rt::system::open({.machine = "rx7900xtx"});
+  const auto& gpu = sys.default_agent();
+  spinner sp(gpu);
+  auto aql = gpu.make_queue(rt::aql, {.slots = 16, .drain_timeout = 50ms});
+  auto pm4 = gpu.make_queue(rt::pm4, {.drain_timeout = 50ms});
+  auto sdma = gpu.make_queue(rt::sdma, {.drain_timeout = 50ms});
+  const auto hold = [](auto& q) {
+    auto owner = std::make_shared<int>(1);
+    std::weak_ptr<int> w = owner;
+    q.hold_until_done(std::move(owner));
+    return w;
+  };
+  // The work that keeps each queue busy until the flag is set: the spinning kernel (AQL, PM4), a
+  // wait for the flag (SDMA POLL_REGMEM).
+  const auto keep_busy = [&] {
+    (void)aql.dispatch(sp.kernel, rt::grid{1}, rt::block{1}, sp.flag);
+    (void)pm4.dispatch(sp.kernel, rt::grid{1}, rt::block{1}, sp.flag);
+    (void)sdma.try_wait_memory(sp.flag.va(), 1).value();
+  };
+  SUBCASE("an idle queue: freed at once") {
+    CHECK(hold(aql).expired());
+    CHECK(hold(pm4).expired());
+    CHECK(hold(sdma).expired());
+    CHECK(aql.held() + pm4.held() + sdma.held() == 0);
+  }
+  SUBCASE("a busy queue: kept until it has finished") {
+    keep_busy();
+    const auto wa = hold(aql), wp = hold(pm4), ws = hold(sdma);
+    std::this_thread::sleep_for(20ms);
+    CHECK_FALSE(wa.expired());
+    CHECK_FALSE(wp.expired());
+    CHECK_FALSE(ws.expired());
+    CHECK(aql.held() == 1);
+    CHECK(pm4.held() == 1);
+    CHECK(sdma.held() == 1);
+    sp.release();
+    aql.finish(10s);
+    pm4.finish(10s);
+    sdma.finish(10s);
+    CHECK(wa.expired());
+    CHECK(wp.expired());
+    CHECK(ws.expired());
+    CHECK(aql.held() + pm4.held() + sdma.held() == 0);
+  }
+  SUBCASE("work that never ends: kept until the queue is destroyed") {
+    keep_busy();
+    const auto wa = hold(aql), wp = hold(pm4), ws = hold(sdma);
+    std::this_thread::sleep_for(20ms);
+    CHECK(aql.try_finish(10ms).get_failure() == aq::errc::timeout);  // a finish that times out keeps it
+    CHECK_FALSE(wa.expired());
+    // What has expired after each destruction (SDMA, then PM4, then AQL): {aql, pm4, sdma}.
+    const auto seen = bounded(30s, "destroying queues whose work never ends", [&] {
+      std::vector<std::array<bool, 3>> v;
+      const auto look = [&] { v.push_back({wa.expired(), wp.expired(), ws.expired()}); };
+      sdma.destroy();
+      look();
+      pm4.destroy();
+      look();
+      aql.destroy();
+      look();
+      return v;
+    });
+    sp.release();
+    CHECK(seen[0] == std::array{false, false, true});
+    CHECK(seen[1] == std::array{false, true, true});
+    CHECK(seen[2] == std::array{true, true, true});
+  }
+}
+
 TEST_CASE("a kernel that never ends: tearing down the whole system is bounded (bug 4, system)") {
   const auto t0 = std::chrono::steady_clock::now();
   bounded(30s, "tearing down a system whose queue runs a kernel that never ends", [&] {

@@ -688,9 +688,23 @@ inline result<void> exec_graph::try_wait(replay_ticket t, sync::nanoseconds time
 }
 
 
+// Frees the graph's memory only once no queue can read or write it any more: after waiting for
+// every replay (bounded), or — a replay failed, or did not finish in time — by handing the memory
+// to every queue the graph uses, which keeps it until it has finished what it was given or is
+// destroyed (hold_until_done). After a fault the other queues may wait forever on a signal in it
+// that the failed node will never set (tests/graph/replay.cpp, session 25).
 inline void exec_graph::drain() noexcept {
-  if (!s_ || s_->failed) return;
-  (void)try_wait_all(std::chrono::seconds(5));
+  if (!s_) return;
+  if (!s_->failed && try_wait_all(std::chrono::seconds(5))) return;
+  const std::shared_ptr<const detail::exec_state> held(std::move(s_));
+  for (const detail::exec_segment& sg : held->segs) {
+    switch (sg.q.type) {
+      case queue_type::aql: static_cast<runtime::queue*>(sg.q.queue)->hold_until_done(held); break;
+      case queue_type::pm4: static_cast<runtime::pm4_queue*>(sg.q.queue)->hold_until_done(held); break;
+      case queue_type::sdma: static_cast<runtime::sdma_queue*>(sg.q.queue)->hold_until_done(held); break;
+      case queue_type::none: break;
+    }
+  }
 }
 
 inline std::vector<std::size_t> exec_graph::replay_sizes() const {

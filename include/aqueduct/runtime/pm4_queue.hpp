@@ -185,6 +185,7 @@ struct pm4_queue_state {
   std::unique_ptr<pm4_ring> q;
   aqueduct::queue_port* port = nullptr;  // the device's port for this queue (null on /dev/kfd)
   queue_scratch scratch;                 // private segment memory, grown on demand
+  held_memory held;                      // owners' memory kept until done or DESTROY_QUEUE (hold_until_done)
 
   // Why the device stopped the queue (in-process device only), or none.
   [[nodiscard]] std::optional<failure> stopped() const {
@@ -370,7 +371,8 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
     if (!s_) return;
     if (!(s_->port && s_->port->faulted())) (void)try_finish(s_->opt.drain_timeout);
     s_->q.reset();
-    s_->res.reset();
+    s_->res.reset();  // DESTROY_QUEUE: the MEC no longer reads the ring or anything it points to
+    s_->held.release_all();
     s_->slots.reset();
     s_->event.reset();
     s_.reset();

@@ -134,6 +134,7 @@ struct queue_state {
   std::optional<aqueduct::ring::aql_queue_mp<queue_doorbell>> aql;
   aqueduct::queue_port* port = nullptr;  // the device's port for this queue (null on /dev/kfd)
   queue_scratch scratch;                 // private segment memory, grown on demand
+  held_memory held;                      // owners' memory kept until done or DESTROY_QUEUE (hold_until_done)
 
   // ring::aql_queue_memory::refresh: the claims' bound (slots.free) brought up to date.
   static void refresh_slots(void* self) noexcept {
@@ -406,6 +407,7 @@ class queue : public detail::queue_waits<queue, aql_t> {
     if (s_->aql && !(s_->port && s_->port->faulted())) (void)try_finish(s_->opt.drain_timeout);
     s_->aql.reset();
     s_->res.reset();  // DESTROY_QUEUE: the device no longer reads kernargs or writes signals
+    s_->held.release_all();
     s_->kernargs.reset();
     s_->signal_memory.reset();
     s_->event.reset();

@@ -199,6 +199,7 @@ struct sdma_queue_state {
   std::unique_ptr<sdma_ring> q;
   aqueduct::queue_port* port = nullptr;  // the device's port for this queue (null on /dev/kfd)
   std::mutex mu;
+  held_memory held;  // owners' memory kept until done or DESTROY_QUEUE (hold_until_done)
 
   // Why the device stopped the queue (in-process device only), or none.
   [[nodiscard]] std::optional<failure> stopped() const {
@@ -375,7 +376,8 @@ class sdma_queue : public detail::queue_waits<sdma_queue, sdma_t> {
     if (!fault()) (void)try_finish(s_->opt.drain_timeout);
     s_->port = nullptr;  // the engine stops inside DESTROY_QUEUE
     s_->q.reset();
-    s_->res.reset();
+    s_->res.reset();  // DESTROY_QUEUE
+    s_->held.release_all();
     s_->event.reset();
     s_.reset();
   }

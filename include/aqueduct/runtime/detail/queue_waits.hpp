@@ -12,6 +12,7 @@
 //   queue_id(), describe(out), describe_queue(out) (without the device's fault), empty_queue();
 //   PM4 / SDMA (sequence numbers): s_->progress (the last sequence number completed, written by
 //     the device) and s_->submitted (the last one submitted);
+//   s_->held            memory kept for owners that went away (detail/held_memory.hpp);
 //   AQL (packet indexes, completion from per-slot signals, runtime/detail/aql_slots.hpp):
 //     wait_ticket(index, timeout) (which refuses a packet not reserved yet BEFORE its fast path:
 //     issue 13 bug 12), wait_all(timeout), ticket_complete(index), progress(), issued().
@@ -25,6 +26,7 @@
 
 #include <aqueduct/config.hpp>
 #include <aqueduct/core/result.hpp>
+#include <aqueduct/runtime/detail/held_memory.hpp>
 #include <aqueduct/runtime/detail/progress_wait.hpp>
 #include <aqueduct/runtime/queue_kind.hpp>
 #include <aqueduct/sync/atomics.hpp>
@@ -33,6 +35,7 @@
 #include <chrono>
 #include <concepts>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -62,14 +65,34 @@ class queue_waits {
   [[nodiscard]] result<void> try_finish(sync::nanoseconds timeout = sync::infinite) const {
     const Q& q = self();
     if (AQUEDUCT_UNLIKELY(!q.s_)) return Q::empty_queue();
+    result<void> r = ok();
     if constexpr (sequenced) {
       const std::uint64_t end = submitted();
-      return wait_progress([&] { return completed() >= end; }, true, end, timeout);
+      r = wait_progress([&] { return completed() >= end; }, true, end, timeout);
     } else {
-      return q.wait_all(timeout);
+      r = q.wait_all(timeout);
     }
+    if (r) q.s_->held.release_reached(completed());
+    return r;
   }
   void finish(sync::nanoseconds timeout = sync::infinite) const { try_finish(timeout).value(); }
+
+  // Keeps `p` alive until everything submitted to this queue so far has completed, or until the
+  // queue is destroyed (after DESTROY_QUEUE: the device no longer reads anything of it) — for
+  // memory the queue's commands may still read or write when its owner goes away without waiting
+  // for them (an exec graph destroyed after a failed replay hands its memory to its queues: other
+  // queues may wait forever on a signal in it). Freed at once when the queue has already done so;
+  // else by a later try_finish / finish or hold that sees the progress, or by the destruction.
+  void hold_until_done(std::shared_ptr<const void> p) noexcept {
+    Q& q = static_cast<Q&>(*this);
+    if (!q.s_ || !p) return;
+    const std::uint64_t end = submitted();
+    q.s_->held.release_reached(completed());
+    if (completed() >= end) return;  // nothing submitted is left running: `p` goes now
+    q.s_->held.hold(end, std::move(p));
+  }
+  // How many owners' memory the queue holds (hold_until_done).
+  [[nodiscard]] std::size_t held() const noexcept { return self().s_ ? self().s_->held.size() : 0; }
 
   // Whether the ticket's work has completed, without waiting (false for a ticket of another
   // queue; AQL: also for a raw packet through aql() until a later wait proved it complete).
