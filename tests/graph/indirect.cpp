@@ -188,12 +188,10 @@ TEST_CASE("indirect mode: a launch goes through the same items for 1 and 2,000 n
 }
 
 TEST_CASE("indirect mode: a replay makes no device-file call and no allocation") {
-  auto dev = aq::emu::device::create(aq::emu::machine_config::parse("rx7900xtx"));
-  auto counts = std::make_shared<device_counts>();
-  auto sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev, counts), &dev);
-  REQUIRE(sys);
-  const auto& gpu = sys->default_agent();
-  auto exe = aq::emu::load(gpu, kernels());
+  counted_rig cr;
+  const auto& gpu = cr.gpu;
+  auto& exe = cr.exe;
+  auto& counts = cr.counts;
   auto add_k = exe.get_kernel<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t>("add");
   auto pm4 = gpu.make_queue(aq::pm4);
   constexpr std::uint32_t n = 64;

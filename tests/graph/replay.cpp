@@ -269,12 +269,10 @@ TEST_CASE("a fault in a middle node names it and lists what depends on it as not
 // Now the memory is handed to those queues and freed when each has finished or been destroyed.
 // Frees are counted at the device file (FREE_MEMORY_OF_GPU, kfd_ioctl.h 0x17).
 TEST_CASE("a failed replay's graph memory outlives the queues still waiting on it, and is freed with them") {
-  auto dev = aq::emu::device::create(aq::emu::machine_config::parse("rx7900xtx"));
-  auto counts = std::make_shared<device_counts>();
-  auto sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev, counts), &dev);
-  REQUIRE(sys);
-  const auto& gpu = sys->default_agent();
-  auto exe = aq::emu::load(gpu, kernels());
+  counted_rig cr;
+  const auto& gpu = cr.gpu;
+  auto& exe = cr.exe;
+  auto& counts = cr.counts;
   auto store_k = exe.get_kernel<std::uint32_t*, std::uint32_t, std::uint32_t>("store");
   auto a = gpu.alloc<std::uint32_t>(4, rt::memory_kind::host), b = gpu.alloc<std::uint32_t>(4, rt::memory_kind::host);
   std::fill_n(a.data(), 4, 0u);
@@ -465,12 +463,10 @@ TEST_CASE("edges across two GPUs: the second GPU's queue waits for the first's n
 }
 
 TEST_CASE("a replay makes no device-file call (no ioctl, no mmap) and no allocation, graph memory included") {
-  auto dev = aq::emu::device::create(aq::emu::machine_config::parse("rx7900xtx"));
-  auto counts = std::make_shared<device_counts>();
-  auto sys = rt::system::try_adopt(counting_device<aq::emu::device>(dev, counts), &dev);
-  REQUIRE(sys);
-  const auto& gpu = sys->default_agent();
-  auto exe = aq::emu::load(gpu, kernels());
+  counted_rig cr;
+  const auto& gpu = cr.gpu;
+  auto& exe = cr.exe;
+  auto& counts = cr.counts;
   auto axpb_k = exe.get_kernel<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t, std::uint32_t>("axpb");
   auto add_k = exe.get_kernel<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t>("add");
   auto aql = gpu.make_queue(aq::aql);
