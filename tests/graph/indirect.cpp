@@ -4,6 +4,7 @@
 // the same graph) over random argument updates, an enable/disable update and a grid update; a
 // fault inside the indirect buffer still names its node and what was not run; a replay makes no
 // device-file call and no allocation. Expected values: host arithmetic on the same inputs (u32).
+#include "counted_rig.hpp"
 #include "counting_device.hpp"
 #include "kernels.hpp"
 

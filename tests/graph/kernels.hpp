@@ -2,15 +2,12 @@
 // follow aq::emu::host_kernel_abi: kernargs, workgroup ids and work-item ids from the registers).
 #pragma once
 
-#include "counting_device.hpp"
-
 #include <aqueduct/graph.hpp>
 #include <aqueduct/runtime.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -139,21 +136,6 @@ struct rig {
     std::fill_n(b.data(), n, fill);
     return b;
   }
-};
-
-// An emulated RX 7900 XTX whose device-file calls are counted (tests/support/counting_device.hpp),
-// with kernels() loaded: for the tests that count ioctls, mmaps and live BOs.
-struct counted_rig {
-  emu::device dev;
-  std::shared_ptr<device_counts> counts = std::make_shared<device_counts>();
-  rt::system sys;
-  rt::agent gpu;
-  rt::executable exe;
-  counted_rig()
-      : dev(emu::device::create(emu::machine_config::parse("rx7900xtx"))),
-        sys(rt::system::try_adopt(counting_device<emu::device>(dev, counts), &dev).value()),
-        gpu(sys.default_agent()),
-        exe(emu::load(gpu, kernels())) {}
 };
 
 // x -> (AQL) y = a*x + b -> (SDMA) z = y -> (PM4) w = z + c: the three queue kinds in one chain.

@@ -5,6 +5,7 @@
 // names it and lists its dependents as not run; host nodes run between their neighbours; a replay
 // allocates nothing and makes no device-file call. Expected values: host arithmetic on the same
 // inputs (u32), or the eager run of the same task.
+#include "counted_rig.hpp"
 #include "counting_device.hpp"
 #include "kernels.hpp"
 
