@@ -268,7 +268,8 @@ TEST_CASE("a fault in a middle node names it and lists what depends on it as not
 // signals in it that the failed node would never set: they then polled freed memory (a memory
 // violation that stops an innocent queue, or on a GPU a read of whatever is mapped there next).
 // Now the memory is handed to those queues and freed when each has finished or been destroyed.
-// Frees are counted at the device file (FREE_MEMORY_OF_GPU, kfd_ioctl.h 0x17).
+// Live BOs are counted at the device file (tests/support/counting_device.hpp: successful
+// ALLOC_MEMORY_OF_GPU less FREE_MEMORY_OF_GPU).
 TEST_CASE("a failed replay's graph memory outlives the queues still waiting on it, and is freed with them") {
   counted_rig cr;
   const auto& gpu = cr.gpu;

@@ -232,9 +232,6 @@ TEST_CASE("a kernel that never ends: destroying its queue is bounded (bug 4)") {
   CHECK_MESSAGE(w2.has_value(), std::string(w2.detail()));
 }
 
-// Bug 4's other half: "destroying its queue (or the system) blocks forever". Here nothing is
-// destroyed by hand: the queue, the kernel's executable and buffer and the system go together at
-// the end of a scope (the system last, as its last owner goes), with the kernel still spinning.
 // hold_until_done (runtime/detail/held_memory.hpp): an owner that goes away while a queue may
 // still use its memory (an exec graph after a failed replay) hands the memory to the queue. It
 // is freed at once on an idle queue, after the queue has finished (seen by finish), or when the
@@ -309,6 +306,9 @@ TEST_CASE("hold_until_done keeps an owner's memory until the queue is done with 
   }
 }
 
+// Bug 4's other half: "destroying its queue (or the system) blocks forever". Here nothing is
+// destroyed by hand: the queue, the kernel's executable and buffer and the system go together at
+// the end of a scope (the system last, as its last owner goes), with the kernel still spinning.
 TEST_CASE("a kernel that never ends: tearing down the whole system is bounded (bug 4, system)") {
   const auto t0 = std::chrono::steady_clock::now();
   bounded(30s, "tearing down a system whose queue runs a kernel that never ends", [&] {
