@@ -207,6 +207,95 @@ TEST_CASE("a faulted SDMA queue with a full ring: a submission waiting for room 
   CHECK_MESSAGE(text.find("0x10") != std::string::npos, text);  // the faulting address
 }
 
+// A GPU memory fault on one queue: on Linux the KFD sets every memory event of the process with
+// the faulting page and the GPU (kfd_events.c: kfd_signal_vm_fault_event — va is page_addr <<
+// PAGE_SHIFT, gpu_id the user GPU id) and evicts every queue of the process on that GPU for good,
+// so nothing submitted to any of them completes after it. Before session 26 the runtime created no
+// memory event: a wait on another queue of that GPU waited for ever on a GPU (on the emulator, it
+// timed out, as the control at the end shows). The emulator reports the fault through the memory
+// events with machine_config::memory_fault_events (it does not evict the other queues yet, so the
+// innocent queues here are held at a memory wait nobody satisfies, as an evicted queue would be).
+namespace {
+struct faulted_gpu {
+  rt::system sys;
+  std::uint64_t bad = 0x8010;  // below mmap_min_addr (64 KiB): never a mapping; its page is 0x8000
+  explicit faulted_gpu(bool memory_fault_events) {
+    auto cfg = aq::emu::machine_config::try_parse("2*mi300x").value();
+    cfg.memory_fault_events = memory_fault_events;
+    sys = rt::system::try_open_emulated(std::move(cfg)).value();
+  }
+  // A bad load on an AQL queue of agent 0 that spins in its waits (no WAIT_EVENTS): its own
+  // failure, which names the address.
+  aq::result<void> fault(rt::queue& a, const aq::emu::host_code_object& code) {
+    const auto& gpu = sys.agents()[0];
+    auto exe = aq::emu::load(gpu, code);
+    auto c = gpu.alloc<float>(64, rt::memory_kind::host);
+    if (auto t = a.try_dispatch(exe.get_untyped_kernel("vadd"), rt::grid{64}, rt::block{64}, bad, bad, c, 64u); !t)
+      return t.get_failure();
+    return a.try_finish(10s);
+  }
+};
+bool mentions(const aq::result<void>& r, const std::string& what) {
+  return !r && std::string(r.detail()).find(what) != std::string::npos;
+}
+}  // namespace
+
+TEST_CASE("a GPU memory fault ends the waits on every queue of that GPU, and only that GPU (KFD memory event)") {
+  faulted_gpu m(true);
+  const auto& gpu = m.sys.agents()[0];
+  const auto& other = m.sys.agents()[1];
+  REQUIRE(gpu.gpu_id() != other.gpu_id());
+  auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
+  gate[0] = 0;
+  // Innocent queues of the faulting GPU, held at a memory wait nobody satisfies: one whose waits
+  // block (WAIT_EVENTS), one whose waits only spin (they look at the memory event at most once per
+  // millisecond), and one on the other GPU.
+  auto blocking = gpu.make_queue(rt::sdma, {.drain_timeout = 100ms});
+  auto spinning = gpu.make_queue(rt::sdma, {.wait = aq::sync::wait_policy::spin(), .drain_timeout = 100ms});
+  auto elsewhere = other.make_queue(rt::sdma, {.drain_timeout = 100ms});
+  auto other_gate = other.alloc<std::uint32_t>(1, rt::memory_kind::host);  // mapped for that GPU
+  other_gate[0] = 0;
+  for (auto* q : {&blocking, &spinning}) REQUIRE(q->try_wait_memory(gate.va(), 1).has_value());
+  REQUIRE(elsewhere.try_wait_memory(other_gate.va(), 1).has_value());
+  CHECK(blocking.try_finish(20ms).get_failure() == aq::errc::timeout);  // control: held, no fault yet
+  CHECK_FALSE(blocking.fault().has_value());
+
+  auto a = gpu.make_queue(rt::aql, {.wait = aq::sync::wait_policy::spin(), .drain_timeout = 100ms});
+  auto own = bounded(20s, "the faulting queue's wait", [&] { return m.fault(a, test_kernels()); });
+  REQUIRE(own.get_failure() == aq::errc::device_fault);
+  CHECK_MESSAGE(mentions(own, "0x8010"), own.detail());  // its own report names the address
+  CHECK(a.own_fault().has_value());
+
+  const std::string page = "page 0x8000", id = "gpu_id " + std::to_string(gpu.gpu_id());
+  auto s = bounded(20s, "a spinning wait on another queue of the GPU", [&] { return spinning.try_finish(10s); });
+  CHECK(s.get_failure() == aq::errc::device_fault);
+  CHECK_MESSAGE((mentions(s, page) && mentions(s, id)), s.detail());
+  auto b = bounded(20s, "a blocking wait on another queue of the GPU", [&] { return blocking.try_finish(10s); });
+  CHECK(b.get_failure() == aq::errc::device_fault);
+  CHECK_MESSAGE((mentions(b, page) && mentions(b, id)), b.detail());
+  CHECK(blocking.fault().has_value());
+  CHECK_FALSE(blocking.own_fault().has_value());  // the device did not stop it itself: the KFD did
+  // The other GPU is not affected: its queue is still only waiting, and runs once the gate opens.
+  CHECK(elsewhere.try_finish(20ms).get_failure() == aq::errc::timeout);
+  CHECK_FALSE(elsewhere.fault().has_value());
+  std::atomic_ref<std::uint32_t>(other_gate[0]).store(1, std::memory_order_release);
+  CHECK(bounded(20s, "the other GPU's queue", [&] { return elsewhere.try_finish(10s); }).has_value());
+}
+
+TEST_CASE("without the memory event's report, a wait on another queue of a faulted GPU only times out (control)") {
+  faulted_gpu m(false);
+  const auto& gpu = m.sys.agents()[0];
+  auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
+  gate[0] = 0;
+  auto blocking = gpu.make_queue(rt::sdma, {.drain_timeout = 100ms});
+  REQUIRE(blocking.try_wait_memory(gate.va(), 1).has_value());
+  auto a = gpu.make_queue(rt::aql, {.drain_timeout = 100ms});
+  REQUIRE(bounded(20s, "the faulting queue's wait", [&] { return m.fault(a, test_kernels()); }).get_failure() ==
+          aq::errc::device_fault);
+  CHECK(blocking.try_finish(300ms).get_failure() == aq::errc::timeout);
+  CHECK_FALSE(blocking.fault().has_value());
+}
+
 TEST_CASE("a kernel that never ends: destroying its queue is bounded (bug 4)") {
   auto sys = rt::system::open({.machine = "mi300x"});
   const auto& gpu = sys.default_agent();

@@ -432,7 +432,9 @@ class aql_processor : public queue_wakeup {
       e.detail += head;
     }
     e.detail += "; packet: " + describe(snap);
-    errors_.record(std::move(e));
+    // A GPU page fault also reaches the process through the KFD's memory events (after the
+    // queue's own record, so a waiter woken by it finds this queue stopped).
+    if (errors_.record(std::move(e)) && is_memory_fault(f)) events_.memory_fault(b_.gpu_id, address);
     preemptor_.halt();
     if (inflight_.empty()) quiet_.store(true, std::memory_order_release);
     {

@@ -55,6 +55,10 @@ class event_notifier {
  public:
   virtual ~event_notifier() = default;
   virtual void signal_event(std::uint32_t event_id) noexcept = 0;
+  // The engine of a queue on `gpu_id` stopped with a GPU memory fault at `address` (a VM fault):
+  // the KFD tells the process through its memory events (emu/events.hpp vm_fault). Default:
+  // nothing (an engine tested on its own).
+  virtual void memory_fault(std::uint32_t /*gpu_id*/, std::uint64_t /*address*/) noexcept {}
   // Timestamps written to profiled completion signals and by timestamp packets (ns of a steady
   // clock by default).
   [[nodiscard]] virtual std::uint64_t timestamp() const noexcept {

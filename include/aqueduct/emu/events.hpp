@@ -11,6 +11,8 @@
 //     never wraps back to 0/1); every waiter is activated;
 //   - a wait consumes an auto-reset event when it starts; a non-zero last_event_age that differs
 //     from the current age completes at once; the age is copied back for such waiters;
+//   - a GPU VM fault (vm_fault) sets every MEMORY event with the fault's page and gpu_id, which a
+//     WAIT_EVENTS that it completes copies back (copy_signaled_event_data);
 //   - an interrupt for event id N (signal_interrupt) counts only when slot N is not all-ones; it then
 //     resets the slot and sets the event; otherwise every slot that is not all-ones is scanned.
 // Thread safety: every member is safe to call from any thread (one mutex + condition variable).
@@ -138,6 +140,28 @@ class event_table {
     }
   }
 
+  // A GPU VM fault of the process on `gpu_id` at `address` (kfd_signal_vm_fault_event): every
+  // MEMORY event of the process gets the fault's data and is set. The kernel reports the faulting
+  // page (page_addr << PAGE_SHIFT) and the user gpu_id; its failure bits come from the VM's
+  // protection-fault status, which the emulator does not model: it reports NotPresent (the only
+  // fault it raises is an access outside every mapping), precise. Returns how many events were set
+  // (0: the process has none; the kernel then only logs it).
+  std::size_t vm_fault(std::uint32_t gpu_id, std::uint64_t address) {
+    std::lock_guard lock(m_);
+    abi::kfd::hsa_memory_exception_data d{};
+    d.gpu_id = gpu_id;
+    d.va = address & ~std::uint64_t{0xFFF};
+    d.failure.NotPresent = 1;
+    std::size_t n = 0;
+    for (auto& [id, ev] : events_) {
+      if (ev.type != abi::kfd::event_memory) continue;
+      ev.memory = d;
+      set_event(ev);
+      ++n;
+    }
+    return n;
+  }
+
   // WAIT_EVENTS. `data` is the user's array (already validated as addressable).
   int wait(abi::kfd::wait_events_args& a, abi::kfd::event_data* data) {
     std::unique_lock lock(m_);
@@ -182,11 +206,16 @@ class event_table {
                      [&] { return (res = condition()) != abi::kfd::wait_result_timeout; });
       }
     }
+    // On completion (copy_signaled_event_data): an activated MEMORY event's fault data; a signal
+    // event's age where the caller asked for ages.
     if (res == abi::kfd::wait_result_complete)
-      for (std::uint32_t i = 0; i < a.num_events; ++i)
-        if (ws[i].activated && ws[i].age_enabled)
-          if (auto it = events_.find(ws[i].id); it != events_.end())
-            data[i].signal_event_data.last_event_age = it->second.age;
+      for (std::uint32_t i = 0; i < a.num_events; ++i) {
+        if (!ws[i].activated) continue;
+        auto it = events_.find(ws[i].id);
+        if (it == events_.end()) continue;
+        if (it->second.type == abi::kfd::event_memory) data[i].memory_exception_data = it->second.memory;
+        else if (ws[i].age_enabled) data[i].signal_event_data.last_event_age = it->second.age;
+      }
     unregister(ws, a.num_events);
     a.wait_result = res;
     return res == abi::kfd::wait_result_fail ? -EIO : 0;
@@ -213,6 +242,7 @@ class event_table {
     bool auto_reset = false;
     bool signaled = false;
     std::uint64_t age = 1;
+    abi::kfd::hsa_memory_exception_data memory{};  // MEMORY events: the last fault (vm_fault)
     std::vector<waiter*> waiters;
   };
   static bool gpu_signalable(std::uint32_t type) noexcept {

@@ -302,7 +302,9 @@ class pm4_processor : public queue_wakeup {
     }
     e.detail += "; packet: ";
     ring::pm4::describe_packet(pkt, e.detail);
-    errors_.record(std::move(e));
+    // A GPU page fault also reaches the process through the KFD's memory events (after the
+    // queue's own record, so a waiter woken by it finds this queue stopped).
+    if (errors_.record(std::move(e)) && is_memory_fault(f)) events_.memory_fault(b_.gpu_id, addr);
     dead_ = true;
     preemptor_.halt();
     {

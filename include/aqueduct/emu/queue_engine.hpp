@@ -111,15 +111,25 @@ class locked_vm_view final : public vm_access {
 class event_table_notifier final : public event_notifier {
  public:
   explicit event_table_notifier(event_table& t) noexcept : t_(&t) {}
+  // Whether GPU memory faults set the process's memory events (machine_config::memory_fault_events).
+  void report_memory_faults(bool on) noexcept { memory_fault_events_.store(on, std::memory_order_relaxed); }
   void signal_event(std::uint32_t id) noexcept override {
     try {
       t_->signal_interrupt(id);
     } catch (...) {
     }
   }
+  void memory_fault(std::uint32_t gpu_id, std::uint64_t address) noexcept override {
+    if (!memory_fault_events_.load(std::memory_order_relaxed)) return;
+    try {
+      t_->vm_fault(gpu_id, address);
+    } catch (...) {
+    }
+  }
 
  private:
   event_table* t_;
+  std::atomic<bool> memory_fault_events_{false};
 };
 
 // The SDMA packet format of a GPU (gfx_target_version), or nullopt for an unknown processor.
@@ -463,6 +473,7 @@ class queue_engine final : public queue_port {
       }
       inner_->signal_event(id);
     }
+    void memory_fault(std::uint32_t gpu_id, std::uint64_t address) noexcept override { inner_->memory_fault(gpu_id, address); }
 
     [[nodiscard]] std::uint64_t irq_lost() const noexcept { return irq_lost_.load(std::memory_order_relaxed); }
 

@@ -312,7 +312,9 @@ class sdma_engine : public queue_wakeup {
       std::snprintf(buf, sizeof buf, " %08x", v);
       e.detail += buf;
     }
-    errors_.record(std::move(e));
+    // A GPU page fault also reaches the process through the KFD's memory events (after the
+    // queue's own record, so a waiter woken by it finds this queue stopped).
+    if (errors_.record(std::move(e)) && is_memory_fault(f)) events_.memory_fault(b_.gpu_id, address);
     {
       std::lock_guard lock(mu_);  // pairs with wait_idle's predicate check
     }

@@ -338,6 +338,7 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
   }
   s.keep = runtime::detail::keep_system(*s.agents.front().agent);
   s.driver = s.agents.front().agent->sys->ref();
+  s.faults = &s.agents.front().agent->sys->faults;
   // Kernargs: per agent, one region per slot; each kernel node (and shader copy) at a fixed offset in it.
   s.node_agent.assign(n, 0);
   s.kernarg_offset.assign(n, 0);
@@ -595,71 +596,75 @@ inline result<replay_ticket> exec_graph::launch_impl(bool host_nodes_ok, sync::n
   return replay_ticket{seq};
 }
 
-// The node a stopped queue was running, named, and what it leaves unrun.
+// The node a stopped queue was running, named, and what it leaves unrun. A queue the device
+// itself names as stopped is looked for first (pass 0): after a GPU memory fault the KFD reports
+// every queue of the GPU stopped, and the one that faulted is the one to name.
 inline std::optional<failure> exec_graph::fault(std::uint32_t slot) const {
   const detail::exec_state& s = *s_;
-  for (std::uint32_t seg = 0; seg < s.segs.size(); ++seg) {
-    const detail::exec_segment& sg = s.segs[seg];
-    std::string queue_text;
-    std::uint32_t node = detail::no_index;
-    const detail::segment_commands& c = sg.slots[slot];
-    switch (sg.q.type) {
-      case queue_type::aql: {
-        auto& q = *static_cast<runtime::queue*>(sg.q.queue);
-        const auto f = q.fault();
-        if (!f) continue;
-        // The read index counts LAUNCHED packets (runtime/detail/aql_slots.hpp). The emulated
-        // processor names the packet it stopped at; else the last launched one (a packet with the
-        // barrier bit, as the graph's same-queue edges, is not launched before the one before it
-        // completed).
-        std::uint64_t stopped = q.read_index() - 1;
-        const std::string_view fd = f->detail();
-        if (const auto k = fd.find("stopped at packet "); k != std::string_view::npos)
-          stopped = std::strtoull(fd.data() + k + 18, nullptr, 10);
-        const std::uint64_t at = stopped - sg.submitted_at[slot];
-        if (at < c.aql_node.size()) node = c.aql_node[at];
-        q.describe(queue_text);
-        break;
-      }
-      case queue_type::pm4: {
-        auto& q = *static_cast<runtime::pm4_queue*>(sg.q.queue);
-        if (!q.fault()) continue;
-        if (sg.indirect()) {
-          node = detail::cursor_node(sg, slot, s.flat_of_tag);
-        } else {
-          const std::size_t pk = c.cmds.packet_at(q.read_pointer() - sg.submitted_at[slot]);
-          if (pk < c.cmd_node.size()) node = c.cmd_node[pk];
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::uint32_t seg = 0; seg < s.segs.size(); ++seg) {
+      const detail::exec_segment& sg = s.segs[seg];
+      std::string queue_text;
+      std::uint32_t node = detail::no_index;
+      const detail::segment_commands& c = sg.slots[slot];
+      switch (sg.q.type) {
+        case queue_type::aql: {
+          auto& q = *static_cast<runtime::queue*>(sg.q.queue);
+          const auto f = pass == 0 ? q.own_fault() : q.fault();
+          if (!f) continue;
+          // The read index counts LAUNCHED packets (runtime/detail/aql_slots.hpp). The emulated
+          // processor names the packet it stopped at; else the last launched one (a packet with the
+          // barrier bit, as the graph's same-queue edges, is not launched before the one before it
+          // completed).
+          std::uint64_t stopped = q.read_index() - 1;
+          const std::string_view fd = f->detail();
+          if (const auto k = fd.find("stopped at packet "); k != std::string_view::npos)
+            stopped = std::strtoull(fd.data() + k + 18, nullptr, 10);
+          const std::uint64_t at = stopped - sg.submitted_at[slot];
+          if (at < c.aql_node.size()) node = c.aql_node[at];
+          q.describe(queue_text);
+          break;
         }
-        q.describe(queue_text);
-        break;
-      }
-      case queue_type::sdma: {
-        auto& q = *static_cast<runtime::sdma_queue*>(sg.q.queue);
-        if (!q.fault()) continue;
-        if (sg.indirect()) {
-          node = detail::cursor_node(sg, slot, s.flat_of_tag);
-        } else {  // bytes -> dwords; NOP padding at the ring's end (if any) makes this approximate
-          const std::size_t pk = c.cmds.packet_at((q.read_offset() - sg.submitted_at[slot]) / 4);
-          if (pk < c.cmd_node.size()) node = c.cmd_node[pk];
+        case queue_type::pm4: {
+          auto& q = *static_cast<runtime::pm4_queue*>(sg.q.queue);
+          if (!(pass == 0 ? q.own_fault() : q.fault())) continue;
+          if (sg.indirect()) {
+            node = detail::cursor_node(sg, slot, s.flat_of_tag);
+          } else {
+            const std::size_t pk = c.cmds.packet_at(q.read_pointer() - sg.submitted_at[slot]);
+            if (pk < c.cmd_node.size()) node = c.cmd_node[pk];
+          }
+          q.describe(queue_text);
+          break;
         }
-        q.describe(queue_text);
-        break;
+        case queue_type::sdma: {
+          auto& q = *static_cast<runtime::sdma_queue*>(sg.q.queue);
+          if (!(pass == 0 ? q.own_fault() : q.fault())) continue;
+          if (sg.indirect()) {
+            node = detail::cursor_node(sg, slot, s.flat_of_tag);
+          } else {  // bytes -> dwords; NOP padding at the ring's end (if any) makes this approximate
+            const std::size_t pk = c.cmds.packet_at((q.read_offset() - sg.submitted_at[slot]) / 4);
+            if (pk < c.cmd_node.size()) node = c.cmd_node[pk];
+          }
+          q.describe(queue_text);
+          break;
+        }
+        case queue_type::none: continue;
       }
-      case queue_type::none: continue;
-    }
-    std::string d = "graph replay failed in ";
-    d += node != detail::no_index ? s.p.nodes[node].describe() : "the glue packets of " + detail::queue_name(sg.q);
-    d += ": " + queue_text;
-    if (node != detail::no_index) {
-      std::string after;
-      for (std::uint32_t i = node + 1; i < s.p.nodes.size(); ++i) {
-        bool depends = false;
-        for (std::uint32_t d2 : s.p.nodes[i].deps) depends |= d2 == node;
-        if (depends) after += (after.empty() ? "" : ", ") + s.p.nodes[i].describe();
+      std::string d = "graph replay failed in ";
+      d += node != detail::no_index ? s.p.nodes[node].describe() : "the glue packets of " + detail::queue_name(sg.q);
+      d += ": " + queue_text;
+      if (node != detail::no_index) {
+        std::string after;
+        for (std::uint32_t i = node + 1; i < s.p.nodes.size(); ++i) {
+          bool depends = false;
+          for (std::uint32_t d2 : s.p.nodes[i].deps) depends |= d2 == node;
+          if (depends) after += (after.empty() ? "" : ", ") + s.p.nodes[i].describe();
+        }
+        if (!after.empty()) d += "; not run (they depend on it): " + after;
       }
-      if (!after.empty()) d += "; not run (they depend on it): " + after;
+      return failure(errc::device_fault, std::move(d));
     }
-    return failure(errc::device_fault, std::move(d));
   }
   return std::nullopt;
 }
@@ -670,7 +675,7 @@ inline result<void> exec_graph::try_wait(replay_ticket t, sync::nanoseconds time
   const auto slot = static_cast<std::uint32_t>(t.sequence % s_->slots());
   if (s_->slot_replay[slot] != t.sequence + 1) return ok();
   auto r = runtime::detail::wait_for_progress(
-      runtime::detail::kfd_waiter{s_->driver}, s_->event.id(), s_->opt.wait, timeout, [&] { return slot_done(slot); },
+      runtime::detail::kfd_waiter{s_->driver, s_->faults}, s_->event.id(), s_->opt.wait, timeout, [&] { return slot_done(slot); },
       [&] { return fault(slot); },
       [&](sync::nanoseconds waited) {
         std::string d = "graph replay " + std::to_string(t.sequence) + " not finished after " +

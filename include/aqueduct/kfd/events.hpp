@@ -63,7 +63,8 @@ class event_page {
   bool registered_ = false;
 };
 
-// A signal event (KFD_IOC_EVENT_SIGNAL); move-only, DESTROY_EVENT on destruction.
+// A signal event (KFD_IOC_EVENT_SIGNAL), or a memory event (try_create_memory); move-only,
+// DESTROY_EVENT on destruction.
 template <device_file F>
 class event {
  public:
@@ -104,6 +105,22 @@ class event {
     if (e.slot_ >= abi::kfd::signal_event_limit)
       return failure(errc::ioctl_failed, "AMDKFD_IOC_CREATE_EVENT returned slot " + std::to_string(e.slot_) +
                                              " outside the 4096-slot event page");
+    return e;
+  }
+
+  // A memory event (KFD_IOC_EVENT_MEMORY, auto-reset): the kernel sets every one of the process's
+  // on a GPU VM fault, with the faulting page and GPU in the event data a WAIT_EVENTS that it
+  // completes copies back (kfd_events.c: kfd_signal_vm_fault_event, copy_signaled_event_data).
+  // It has no slot in the event page: mailbox() must not be used.
+  [[nodiscard]] static result<event> try_create_memory(driver_ref<F> d) {
+    abi::kfd::create_event_args a{};
+    a.event_type = abi::kfd::event_memory;
+    a.auto_reset = 1;
+    AQUEDUCT_TRY_VOID(d.try_ioctl(abi::kfd::amdkfd_ioc_create_event, &a, "memory event"));
+    event e;
+    e.d_ = d;
+    e.id_ = a.event_id;
+    e.live_ = true;
     return e;
   }
 

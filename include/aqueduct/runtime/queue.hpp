@@ -141,9 +141,12 @@ struct queue_state {
     auto& st = *static_cast<queue_state*>(self);
     st.slots.refresh(sync::atomic_load(st.desc->read_dispatch_id, std::memory_order_acquire));
   }
-  // Why the device stopped the queue (in-process device only), or none.
+  // Why the device stopped the queue, or none: the in-process device's own report (the packet
+  // named), else a GPU memory fault the KFD reported, which stopped every queue of this GPU
+  // (detail/device_faults.hpp).
   [[nodiscard]] std::optional<failure> stopped() const {
-    return port && port->faulted() ? port->fault() : std::nullopt;
+    if (port && port->faulted()) return port->fault();
+    return agent->sys->device_stop(*agent->node);
   }
 };
 
@@ -381,8 +384,14 @@ class queue : public detail::queue_waits<queue, aql_t> {
   [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
   // The AQL producer itself (raw packets: reserve/write/publish).
   [[nodiscard]] aql_type& aql() noexcept { return *s_->aql; }
-  // Why the device stopped this queue (in-process device only), or none.
+  // Why the device stopped this queue, or none: the in-process device's report, else a GPU memory
+  // fault the KFD reported for this queue's GPU (errc::device_fault with the GPU and the page).
   [[nodiscard]] std::optional<failure> fault() const {
+    return s_->stopped();
+  }
+  // The in-process device's own report of why it stopped this queue (it names the packet), or
+  // none: what tells the queue that faulted from the others a GPU memory fault stopped too.
+  [[nodiscard]] std::optional<failure> own_fault() const {
     return s_->port && s_->port->faulted() ? s_->port->fault() : std::nullopt;
   }
   // The completion signal packet `index` carries when the runtime wrote it.
@@ -404,7 +413,7 @@ class queue : public detail::queue_waits<queue, aql_t> {
   // Drain (bounded), DESTROY_QUEUE (which stops an emulated processor), free everything.
   void destroy() noexcept {
     if (!s_) return;
-    if (s_->aql && !(s_->port && s_->port->faulted())) (void)try_finish(s_->opt.drain_timeout);
+    if (s_->aql && !s_->stopped()) (void)try_finish(s_->opt.drain_timeout);
     s_->aql.reset();
     s_->res.reset();  // DESTROY_QUEUE: the device no longer reads kernargs or writes signals
     s_->held.release_all();

@@ -201,9 +201,12 @@ struct sdma_queue_state {
   std::mutex mu;
   held_memory held;  // owners' memory kept until done or DESTROY_QUEUE (hold_until_done)
 
-  // Why the device stopped the queue (in-process device only), or none.
+  // Why the device stopped the queue, or none: the in-process device's own report (the packet
+  // named), else a GPU memory fault the KFD reported, which stopped every queue of this GPU
+  // (detail/device_faults.hpp).
   [[nodiscard]] std::optional<failure> stopped() const {
-    return port && port->faulted() ? port->fault() : std::nullopt;
+    if (port && port->faulted()) return port->fault();
+    return agent->sys->device_stop(*agent->node);
   }
 };
 
@@ -361,8 +364,14 @@ class sdma_queue : public detail::queue_waits<sdma_queue, sdma_t> {
   [[nodiscard]] std::uint32_t gpu_id() const noexcept { return s_->res.gpu_id(); }
   [[nodiscard]] bool emulated() const noexcept { return s_->port != nullptr; }
   [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
-  // Why the device stopped this queue (in-process device only), or none.
+  // Why the device stopped this queue, or none: the in-process device's report, else a GPU memory
+  // fault the KFD reported for this queue's GPU (errc::device_fault with the GPU and the page).
   [[nodiscard]] std::optional<failure> fault() const {
+    return s_->stopped();
+  }
+  // The in-process device's own report of why it stopped this queue (it names the packet), or
+  // none: what tells the queue that faulted from the others a GPU memory fault stopped too.
+  [[nodiscard]] std::optional<failure> own_fault() const {
     return s_->port && s_->port->faulted() ? s_->port->fault() : std::nullopt;
   }
   void describe(std::string& out) const {

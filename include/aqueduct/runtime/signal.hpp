@@ -56,7 +56,7 @@ class signal {
                                               sync::nanoseconds timeout = sync::infinite,
                                               sync::wait_policy policy = {}) const {
     if (!a_) return failure(errc::invalid_argument, "this signal is empty (default-constructed or moved-from): make one with agent::make_signal");
-    detail::kfd_waiter w{a_->sys->ref()};
+    detail::kfd_waiter w = a_->sys->waiter();
     return ref().try_wait(cond, v, timeout, w, policy);
   }
   [[nodiscard]] result<std::int64_t> try_wait_eq(std::int64_t v, sync::nanoseconds timeout = sync::infinite,

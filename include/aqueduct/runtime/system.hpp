@@ -152,6 +152,7 @@ class system {
     }
     if (st->agents.empty())
       return failure(errc::not_found, "the KFD topology at " + st->driver.topo().root.string() + " lists no GPU");
+    st->make_memory_event();  // GPU memory faults wake every wait (detail/device_faults.hpp)
     for (auto& a : st->agents) s.agents_.emplace_back(a);
     s.s_ = std::move(st);
     return s;

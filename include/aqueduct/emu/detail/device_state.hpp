@@ -125,6 +125,7 @@ struct device_state {
 
   result<void> init(machine_config c) {
     cfg = std::move(c);
+    irq.report_memory_faults(cfg.memory_fault_events);
     gpus = build_nodes(cfg);
     AQUEDUCT_TRY(sysfs, sysfs_tree::try_create(cfg, gpus));
     kfd_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);  // a real fd number that plays /dev/kfd

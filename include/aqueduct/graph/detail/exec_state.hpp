@@ -134,6 +134,7 @@ struct exec_state {
   update_report last_update;
   kfd::event<file_type> event;                // mailbox of the signals the host waits for
   runtime::detail::driver_ref driver{};
+  runtime::detail::device_faults* faults = nullptr;  // the system's (a wait records what its memory event says)
   std::uint64_t launched = 0;                 // replays launched
   std::vector<std::uint64_t> slot_replay;     // per slot: the replay that last used it + 1 (0: none)
   std::vector<std::uint32_t> log;             // flat nodes updated, in order

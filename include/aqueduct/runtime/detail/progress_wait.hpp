@@ -12,7 +12,9 @@
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/sync/wait.hpp>
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 
 namespace aqueduct::runtime::detail {
 
@@ -26,7 +28,22 @@ template <class Done, class Fault, class TimedOut, class Arm>
 [[nodiscard]] result<void> wait_for_progress(kfd_waiter waiter, std::uint32_t event_id, const sync::wait_policy& pol,
                                              sync::nanoseconds timeout, Done&& done, Fault&& fault,
                                              TimedOut&& timed_out, Arm&& arm) {
-  return sync::wait_until(waiter, event_id, true, pol, timeout, done, fault, timed_out, arm);
+  // A wait that has not blocked for 100 ms looks at the memory event itself (kfd_waiter::poll_faults):
+  // a spinning wait is never woken by it. Asked only when the loop asks for a stop (every 64 spins),
+  // so a wait that ends sooner makes no system call for it.
+  auto stopped = [&, first = sync::clock::time_point{}]() mutable -> std::optional<failure> {
+    std::optional<failure> f = fault();
+    if (AQUEDUCT_LIKELY(!f) && waiter.faults) {
+      const auto now = sync::clock::now();
+      if (first == sync::clock::time_point{}) first = now;
+      else if (now - first >= std::chrono::milliseconds(100)) {
+        waiter.poll_faults();
+        f = fault();
+      }
+    }
+    return f;
+  };
+  return sync::wait_until(waiter, event_id, true, pol, timeout, done, stopped, timed_out, arm);
 }
 
 }  // namespace aqueduct::runtime::detail

@@ -121,7 +121,7 @@ class queue_waits {
   [[nodiscard]] result<void> wait_progress(Done&& done, bool all, std::uint64_t value, sync::nanoseconds timeout) const {
     const Q& q = self();
     return wait_for_progress(
-        kfd_waiter{q.s_->agent->sys->ref()}, q.s_->event.id(), q.s_->opt.wait, timeout, done, [&] { return stopped(); },
+        q.s_->agent->sys->waiter(), q.s_->event.id(), q.s_->opt.wait, timeout, done, [&] { return stopped(); },
         [&](sync::nanoseconds waited) { return timed_out(all, value, waited); }, [&] { return arm_wake(*q.s_); });
   }
   // A full ring: until room(), spinning at most wait_policy::spin_for, then backing off (nothing
@@ -130,7 +130,7 @@ class queue_waits {
   [[nodiscard]] result<void> wait_room(Room&& room, sync::nanoseconds timeout, Full&& full) const {
     const Q& q = self();
     return wait_for_progress(
-        kfd_waiter{q.s_->agent->sys->ref()}, q.s_->event.id(), q.s_->opt.wait.bounded(), timeout, room,
+        q.s_->agent->sys->waiter(), q.s_->event.id(), q.s_->opt.wait.bounded(), timeout, room,
         [&] { return stopped(); }, full, [] { return false; });
   }
   // Why the device stopped the queue, with the queue described; none while it runs.

@@ -18,6 +18,7 @@
 #include <aqueduct/kfd/memory.hpp>
 #include <aqueduct/kfd/queue_resources.hpp>
 #include <aqueduct/runtime/any_device.hpp>
+#include <aqueduct/runtime/detail/device_faults.hpp>
 #include <aqueduct/runtime/device_clock.hpp>
 #include <aqueduct/sync/signal.hpp>
 #include <aqueduct/sync/signal_pool.hpp>
@@ -41,16 +42,25 @@ using file_type = any_device_file;
 using driver_ref = kfd::driver_ref<file_type>;
 
 // Blocks on a KFD signal event by id (sync::event_waiter). WAIT_EVENTS takes milliseconds: the
-// timeout is rounded up so a short wait still sleeps instead of polling.
+// timeout is rounded up so a short wait still sleeps instead of polling. With `faults` (the
+// system's; detail/device_faults.hpp) it also wakes for the system's memory event, until a fault
+// has been recorded, and records what that event reports.
 struct kfd_waiter {
   driver_ref d;
+  device_faults* faults = nullptr;
   sync::event_status wait(std::uint32_t event_id, sync::nanoseconds timeout) noexcept {
-    abi::kfd::event_data ev{};
-    ev.event_id = event_id;
+    abi::kfd::event_data ev[2]{};
+    ev[0].event_id = event_id;
     abi::kfd::wait_events_args w{};
-    w.events_ptr = reinterpret_cast<std::uint64_t>(&ev);
+    w.events_ptr = reinterpret_cast<std::uint64_t>(ev);
     w.num_events = 1;
-    w.wait_for_all = 1;
+    // The memory event is auto-reset: a fault wakes the waits blocked at that moment (each gets
+    // its data), or else the next one; it never keeps waking a wait.
+    if (faults && faults->event_id()) {
+      ev[1].event_id = faults->event_id();
+      w.num_events = 2;
+    }
+    w.wait_for_all = 0;  // any of them
     if (timeout == sync::infinite) {
       w.timeout = abi::kfd::wait_timeout_infinite;
     } else {
@@ -58,9 +68,33 @@ struct kfd_waiter {
       w.timeout = static_cast<std::uint32_t>(ms > 0x7FFFFFFF ? 0x7FFFFFFF : ms);
     }
     if (d.file().ioctl(abi::kfd::amdkfd_ioc_wait_events, &w) != 0) return sync::event_status::failed;
+    if (w.num_events == 2 && w.wait_result == abi::kfd::wait_result_complete) record(ev[1].memory_exception_data);
     if (w.wait_result == abi::kfd::wait_result_complete) return sync::event_status::signaled;
     if (w.wait_result == abi::kfd::wait_result_timeout) return sync::event_status::timed_out;
     return sync::event_status::failed;
+  }
+  // For waits that do not block (wait_policy::spin, or once blocking failed): a WAIT_EVENTS on the
+  // memory event alone that does not block, when one is due (at most one per millisecond for the
+  // system); records what it reports. A system call: never on a wait's fast path.
+  void poll_faults() noexcept {
+    if (!faults || !faults->poll_due()) return;
+    abi::kfd::event_data ev{};
+    ev.event_id = faults->event_id();
+    abi::kfd::wait_events_args w{};
+    w.events_ptr = reinterpret_cast<std::uint64_t>(&ev);
+    w.num_events = 1;
+    w.timeout = 0;
+    if (d.file().ioctl(abi::kfd::amdkfd_ioc_wait_events, &w) != 0 || w.wait_result != abi::kfd::wait_result_complete)
+      return;
+    record(ev.memory_exception_data);
+  }
+
+ private:
+  void record(const abi::kfd::hsa_memory_exception_data& m) noexcept {
+    try {
+      faults->record(m);
+    } catch (...) {  // out of memory: the fault is not known; the next report may fit
+    }
   }
 };
 static_assert(sync::event_waiter<kfd_waiter>);
@@ -100,8 +134,25 @@ struct system_state : std::enable_shared_from_this<system_state> {
   std::mutex event_mu;  // guards event_page creation and CREATE_EVENT
   std::optional<kfd::event_page<file_type>> event_page;
   std::deque<agent_state> agents;
+  // GPU memory faults (detail/device_faults.hpp): the memory event, made at open, and what it told.
+  std::optional<kfd::event<file_type>> memory_event;
+  device_faults faults;
 
   [[nodiscard]] driver_ref ref() const noexcept { return driver.ref(); }
+  [[nodiscard]] kfd_waiter waiter() noexcept { return kfd_waiter{ref(), &faults}; }
+
+  // The memory event: made once, at open. Without it (the device refused) waits after a GPU
+  // memory fault are not woken by it and end only at their timeout, as before.
+  void make_memory_event() noexcept {
+    auto e = kfd::event<file_type>::try_create_memory(ref());
+    if (!e) return;
+    faults.set_event_id(e->id());
+    memory_event.emplace(std::move(*e));
+  }
+  // Why every queue of `gpu` stopped (a GPU memory fault the KFD reported), or none: one atomic
+  // load while there is none (it is asked on submissions too). Waits learn of a fault from the
+  // memory event (kfd_waiter).
+  [[nodiscard]] std::optional<failure> device_stop(const kfd::node& gpu) const { return faults.of(gpu.gpu_id); }
 
   // A signal event on the process event page, for engines of `gpu`. The one page is allocated
   // on the first call (on that call's GPU); every call maps it to its `gpu` too (once per GPU,
