@@ -212,9 +212,9 @@ TEST_CASE("a faulted SDMA queue with a full ring: a submission waiting for room 
 // PAGE_SHIFT, gpu_id the user GPU id) and evicts every queue of the process on that GPU for good,
 // so nothing submitted to any of them completes after it. Before session 26 the runtime created no
 // memory event: a wait on another queue of that GPU waited for ever on a GPU (on the emulator, it
-// timed out, as the control at the end shows). The emulator reports the fault through the memory
-// events with machine_config::memory_fault_events (it does not evict the other queues yet, so the
-// innocent queues here are held at a memory wait nobody satisfies, as an evicted queue would be).
+// timed out, as the control below shows). The emulator models both with
+// machine_config::memory_fault_events (emu/detail/evictions.hpp): it sets the memory events and
+// evicts the GPU's other queues (here held at a memory wait nobody satisfies yet).
 namespace {
 struct faulted_gpu {
   rt::system sys;
@@ -275,6 +275,24 @@ TEST_CASE("a GPU memory fault ends the waits on every queue of that GPU, and onl
   CHECK_MESSAGE((mentions(b, page) && mentions(b, id)), b.detail());
   CHECK(blocking.fault().has_value());
   CHECK_FALSE(blocking.own_fault().has_value());  // the device did not stop it itself: the KFD did
+  // Evicted for good: opening its gate now runs nothing more on that GPU, and a queue made there
+  // afterwards starts evicted (its work never runs; its wait reports the fault).
+  std::atomic_ref<std::uint32_t>(gate[0]).store(1, std::memory_order_release);
+  std::this_thread::sleep_for(50ms);
+  CHECK(blocking.completed() == 0);
+  CHECK(spinning.completed() == 0);
+  auto late = gpu.make_queue(rt::aql, {.drain_timeout = 100ms});
+  REQUIRE(late.try_barrier_and({}).has_value());
+  auto l = bounded(20s, "a wait on a queue made on the GPU after the fault", [&] { return late.try_finish(10s); });
+  CHECK(l.get_failure() == aq::errc::device_fault);
+  CHECK_MESSAGE(mentions(l, page), l.detail());
+  CHECK(late.completed() == 0);
+  // An SDMA submission there is refused at once with the fault (the runtime knows the GPU stopped).
+  auto late_copy = gpu.make_queue(rt::sdma, {.drain_timeout = 100ms});
+  auto src = gpu.alloc<std::uint32_t>(16, rt::memory_kind::host), dst = gpu.alloc<std::uint32_t>(16, rt::memory_kind::host);
+  auto c = late_copy.try_copy(dst.va(), src.va(), 64);
+  CHECK(c.get_failure() == aq::errc::device_fault);
+  CHECK_MESSAGE((!c && std::string(c.detail()).find(page) != std::string::npos), (c ? std::string() : std::string(c.detail())));
   // The other GPU is not affected: its queue is still only waiting, and runs once the gate opens.
   CHECK(elsewhere.try_finish(20ms).get_failure() == aq::errc::timeout);
   CHECK_FALSE(elsewhere.fault().has_value());

@@ -87,6 +87,16 @@ class device {
         if (e) e->kill(failure(errc::device_reset, "GPU reset (" + why + "): every queue of this process was stopped; "
                                                    "destroy this queue and make a new one"));
     });  // (the device_state destructor clears it first)
+    if (st->cfg.memory_fault_events)  // a GPU memory fault: evict the GPU's queues, set the memory events
+      st->irq.set_memory_fault_action([s = st.get()](std::uint32_t gpu, std::uint64_t va) {
+        if (!s->evicted.evict(gpu)) return;  // already evicted: nothing of it runs any more
+        std::vector<std::shared_ptr<queue_engine>> es;
+        for (std::shared_lock lock(s->m); auto& [id, q] : s->queues)
+          if (q.info.gpu_id == gpu && q.engine) es.push_back(q.engine);
+        for (auto& e : es)
+          if (!e->faulted()) e->request_preemption();  // off the GPU at its next preemption point, for good
+        s->events.vm_fault(gpu, va);
+      });  // (off first in the device_state destructor)
     if (plan.preempt.count() != 0) {  // AQL and PM4 queues: CWSR save + restore on a timer
       st->engine_opt.aql.preemption.interval = plan.preempt;
       st->engine_opt.pm4.preemption.interval = plan.preempt;

@@ -63,12 +63,12 @@ struct machine_config {
   std::uint32_t max_queues_per_device = 4096;  // module parameter max_num_of_queues_per_device
   std::uint32_t render_minor_base = 128;     // node i's drm_render_minor = base + i - 1
   queue_create_fault_hook queue_create_fault{};
-  // A GPU memory fault (an engine's not_mapped / memory_violation) sets the process's KFD memory
-  // events with the page and the GPU, as Linux does (kfd_signal_vm_fault_event; emu/events.hpp).
-  // Off by default for now: Linux also evicts every queue of the process on that GPU for good,
-  // which the emulator does not do yet (its other queues keep running), so with this on a runtime
-  // that reports the fault for every queue of the GPU does so for another queue only while that
-  // queue's work is unfinished, which depends on timing (docs/emulator.md "Not done yet").
+  // A GPU memory fault (an engine's not_mapped / memory_violation) does what Linux does with no
+  // debugger attached (emu/detail/evictions.hpp): every queue of the process on that GPU is
+  // evicted for good (later ones start evicted) and the process's KFD memory events are set with
+  // the page and the GPU (kfd_signal_vm_fault_event; emu/events.hpp). false: only the faulting
+  // queue stops and no memory event is set. Off by default for now: tests and soaks written before
+  // session 26 expect the other queues of the GPU to keep working after a fault (docs/emulator.md).
   bool memory_fault_events = false;
   fault_plan faults{};  // $AQUEDUCT_EMU_FAULTS, when set, replaces it (emu::device::try_create)
 

@@ -37,6 +37,7 @@
 #include <aqueduct/emu/sdma_engine.hpp>
 
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -111,8 +112,6 @@ class locked_vm_view final : public vm_access {
 class event_table_notifier final : public event_notifier {
  public:
   explicit event_table_notifier(event_table& t) noexcept : t_(&t) {}
-  // Whether GPU memory faults set the process's memory events (machine_config::memory_fault_events).
-  void report_memory_faults(bool on) noexcept { memory_fault_events_.store(on, std::memory_order_relaxed); }
   void signal_event(std::uint32_t id) noexcept override {
     try {
       t_->signal_interrupt(id);
@@ -120,16 +119,24 @@ class event_table_notifier final : public event_notifier {
     }
   }
   void memory_fault(std::uint32_t gpu_id, std::uint64_t address) noexcept override {
-    if (!memory_fault_events_.load(std::memory_order_relaxed)) return;
+    if (!on_memory_fault_.load(std::memory_order_acquire)) return;
     try {
-      t_->vm_fault(gpu_id, address);
+      memory_fault_action_(gpu_id, address);
     } catch (...) {
     }
   }
+  // What a GPU memory fault does (machine_config::memory_fault_events: evict the GPU's queues and
+  // set the memory events; emu/device.hpp). Set before any engine runs; off() before teardown.
+  void set_memory_fault_action(std::function<void(std::uint32_t, std::uint64_t)> f) {
+    memory_fault_action_ = std::move(f);
+    on_memory_fault_.store(static_cast<bool>(memory_fault_action_), std::memory_order_release);
+  }
+  void memory_faults_off() noexcept { on_memory_fault_.store(false, std::memory_order_release); }
 
  private:
   event_table* t_;
-  std::atomic<bool> memory_fault_events_{false};
+  std::function<void(std::uint32_t, std::uint64_t)> memory_fault_action_;
+  std::atomic<bool> on_memory_fault_{false};
 };
 
 // The SDMA packet format of a GPU (gfx_target_version), or nullopt for an unknown processor.

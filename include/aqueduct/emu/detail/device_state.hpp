@@ -17,6 +17,7 @@
 #include <aqueduct/core/mapping.hpp>
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/core/units.hpp>
+#include <aqueduct/emu/detail/evictions.hpp>
 #include <aqueduct/emu/events.hpp>
 #include <aqueduct/emu/fault_plan.hpp>
 #include <aqueduct/emu/gpu_vm.hpp>
@@ -67,8 +68,7 @@ constexpr unsigned page_order(std::uint64_t bytes) noexcept {
 inline int host_prot(int prot) noexcept {
   return ((prot & 0x1) ? PROT_READ : 0) | ((prot & 0x2) ? PROT_WRITE : 0) | ((prot & 0x4) ? PROT_EXEC : 0);
 }
-inline constexpr int uapi_map_fixed = 0x10, uapi_map_anonymous = 0x20, uapi_map_private = 0x02,
-                     uapi_map_noreserve = 0x4000;
+inline constexpr int uapi_map_fixed = 0x10, uapi_map_anonymous = 0x20, uapi_map_private = 0x02, uapi_map_noreserve = 0x4000;
 
 struct emu_queue {
   queue_info info;
@@ -99,13 +99,12 @@ struct device_state {
   bool runtime_enabled = false;
   std::int32_t xnack = 0;
   mutable std::shared_mutex m;
-
   std::vector<std::function<void()>> deferred;  // run after `m` is released
-
   // ---- the engines behind the queues ----
   host_kernel_registry registry;  // the host functions this device's emulated code names
   engine_options engine_opt;      // for engines started from now on (guarded by `m`)
   event_table_notifier irq{events};  // the interrupts engines raise
+  gpu_evictions evicted;             // GPUs a memory fault evicted (detail/evictions.hpp)
   std::shared_ptr<fault_injector> faults;  // the machine's fault plan (emu/fault_plan.hpp)
 
   device_state() = default;
@@ -113,6 +112,7 @@ struct device_state {
   device_state& operator=(const device_state&) = delete;
   ~device_state() {
     if (faults) faults->set_reset_action({});
+    irq.memory_faults_off();
     for (auto& [id, q] : queues)
       if (q.engine) q.engine->stop(engine_opt.stop_timeout);
     for (auto& [id, q] : queues)
@@ -125,7 +125,6 @@ struct device_state {
 
   result<void> init(machine_config c) {
     cfg = std::move(c);
-    irq.report_memory_faults(cfg.memory_fault_events);
     gpus = build_nodes(cfg);
     AQUEDUCT_TRY(sysfs, sysfs_tree::try_create(cfg, gpus));
     kfd_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);  // a real fd number that plays /dev/kfd
@@ -593,7 +592,8 @@ struct device_state {
   std::shared_ptr<queue_engine> start_engine(const queue_info& info) {
     auto e = queue_engine::create(std::make_unique<locked_vm_view>(m, vm, info.gpu_id), faults);
     const gpu_node* node = find_gpu(info.gpu_id);
-    deferred.push_back([this, e, info, node, opt = engine_opt] { e->launch(info, *node, irq, registry, opt); });
+    if (!evicted.evicted(info.gpu_id))  // created evicted: it never runs
+      deferred.push_back([this, e, info, node, opt = engine_opt] { e->launch(info, *node, irq, registry, opt); });
     return e;
   }
 
@@ -651,7 +651,7 @@ struct device_state {
     q.info.queue_priority = a.queue_priority;
     q.info.active = q.info.ring_size > 0 && q.info.ring_base_address != 0 && q.info.queue_percentage > 0;
     const queue_info info = q.info;
-    if (q.engine) {
+    if (q.engine && !evicted.evicted(info.gpu_id)) {
       const gpu_node* node = find_gpu(info.gpu_id);
       deferred.push_back([this, e = q.engine, info, node, opt = engine_opt] { e->restart(info, *node, irq, registry, opt); });
     }
