@@ -199,6 +199,37 @@ TEST_CASE("eager: a faulting dispatch fails its co_await with the operation and 
   }
 }
 
+// On a GPU a memory fault stops every queue of the process on that GPU for good (docs/runtime.md,
+// "A GPU memory fault stops every queue of that GPU"): a task awaiting an operation on another
+// queue of that GPU must fail with the fault, not sleep for ever. The reactor sleeps on the
+// system's KFD memory event too (graph/device_events.hpp); before, it slept on the SDMA queue's
+// event only and this test hung until killed (checked in session 26; a device wait ignores a stop
+// request, so only ctest's timeout bounds it). The emulator evicts and sets the event with
+// machine_config::memory_fault_events.
+TEST_CASE("eager: a GPU memory fault on another queue ends a co_await on that GPU with the fault (KFD memory event)") {
+  auto cfg = aq::emu::machine_config::try_parse("rx7900xtx").value();
+  cfg.memory_fault_events = true;
+  rig r(rt::system::try_open_emulated(std::move(cfg)).value());
+  auto gate = r.gpu.make_signal(0);  // nobody opens it
+  std::jthread faulter([&] {  // once the task sleeps: a store to an address no GPU has mapped
+    std::this_thread::sleep_for(100ms);
+    (void)r.aql.try_dispatch(r.store_k, rt::grid{1}, rt::block{1}, rt::device_ptr<std::uint32_t>::at(aq::gpu_va(0x10)), 0u, 1u);
+  });
+  auto prog = [&]() -> g::task<void> { co_await g::on(r.sdma).wait(gate.ref(), 1); };
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    g::sync_wait(prog());
+    FAIL("the wait ended without the fault");
+  } catch (const aq::error& e) {
+    const std::string what = e.what();
+    CHECK_MESSAGE(static_cast<aq::errc>(e.code().value()) == aq::errc::device_fault, what);
+    CHECK_MESSAGE(contains(what, "GPU memory fault on gpu_id " + std::to_string(r.gpu.gpu_id()) + " at page 0x0 "), what);
+    CHECK_MESSAGE(contains(what, "SDMA"), what);        // the operation named,
+    CHECK_MESSAGE(contains(what, "eager.cpp:"), what);  // and where it was awaited
+  }
+  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+}
+
 TEST_CASE("eager: after a stop, an operation fails with errc::cancelled and submits nothing") {
   rig r;
   auto out = r.host_buffer(1);

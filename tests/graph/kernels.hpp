@@ -118,7 +118,9 @@ struct rig {
   rt::pm4_queue pm4;
   rt::sdma_queue sdma;
   explicit rig(const char* machine = "rx7900xtx")
-      : sys(rt::system::open({.device = rt::device_choice::emulated, .machine = machine})),
+      : rig(rt::system::open({.device = rt::device_choice::emulated, .machine = machine})) {}
+  explicit rig(rt::system s)
+      : sys(std::move(s)),
         gpu(sys.default_agent()),
         exe(aqueduct::emu::load(gpu, kernels())),
         axpb_k(exe.get_kernel<std::uint32_t*, const std::uint32_t*, std::uint32_t, std::uint32_t, std::uint32_t>("axpb")),

@@ -28,13 +28,13 @@ namespace aqueduct::graph::detail {
 class kfd_event_source final : public event_source, public reactor::attachment {
  public:
   kfd_event_source(runtime::detail::keep_alive keep, runtime::detail::driver_ref d,
-                   kfd::event<runtime::detail::file_type> wake) noexcept
-      : keep_(std::move(keep)), d_(d), wake_(std::move(wake)) {}
+                   kfd::event<runtime::detail::file_type> wake, runtime::detail::device_faults* faults = nullptr) noexcept
+      : keep_(std::move(keep)), d_(d), wake_(std::move(wake)), faults_(faults) {}
 
   // A source for the system of agent `a` (its own wake event on the system's event page).
   [[nodiscard]] static result<std::unique_ptr<kfd_event_source>> try_create(runtime::detail::agent_state& a) {
     AQUEDUCT_TRY(auto ev, a.sys->try_make_event(*a.node));
-    return std::make_unique<kfd_event_source>(runtime::detail::keep_system(a), a.sys->ref(), std::move(ev));
+    return std::make_unique<kfd_event_source>(runtime::detail::keep_system(a), a.sys->ref(), std::move(ev), &a.sys->faults);
   }
 
   bool wait_any(std::span<const std::uint32_t> ids, sync::nanoseconds timeout) noexcept override {
@@ -47,6 +47,10 @@ class kfd_event_source final : public event_source, public reactor::attachment {
       buf_.push_back(e);
     };
     add(wake_.id());
+    // The system's memory event: a GPU memory fault wakes the reactor, and is recorded for the
+    // waits it stops (runtime/detail/device_faults.hpp).
+    const std::uint32_t memory = faults_ ? faults_->event_id() : 0;
+    if (memory != 0) add(memory);
     for (std::uint32_t id : ids) add(id);
     abi::kfd::wait_events_args w{};
     w.events_ptr = reinterpret_cast<std::uint64_t>(buf_.data());
@@ -56,7 +60,14 @@ class kfd_event_source final : public event_source, public reactor::attachment {
     const auto ms = (timeout.count() + 999'999) / 1'000'000;
     w.timeout = static_cast<std::uint32_t>(std::clamp<std::int64_t>(ms, 1, 0x7FFFFFFF));
     ++waits_;
-    return d_.file().ioctl(abi::kfd::amdkfd_ioc_wait_events, &w) == 0 && w.wait_result != abi::kfd::wait_result_fail;
+    const bool ok = d_.file().ioctl(abi::kfd::amdkfd_ioc_wait_events, &w) == 0 && w.wait_result != abi::kfd::wait_result_fail;
+    if (ok && memory != 0 && w.wait_result == abi::kfd::wait_result_complete) {
+      try {
+        faults_->record(buf_[1].memory_exception_data);  // gpu_id 0 (not activated): ignored
+      } catch (...) {
+      }
+    }
+    return ok;
   }
   void wake() noexcept override { (void)wake_.try_set(); }
 
@@ -67,6 +78,7 @@ class kfd_event_source final : public event_source, public reactor::attachment {
   runtime::detail::keep_alive keep_;  // declared first: released last
   runtime::detail::driver_ref d_;
   kfd::event<runtime::detail::file_type> wake_;
+  runtime::detail::device_faults* faults_ = nullptr;
   std::vector<abi::kfd::event_data> buf_;
   std::uint64_t waits_ = 0;
 };

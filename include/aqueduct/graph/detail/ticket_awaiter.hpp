@@ -85,7 +85,10 @@ class ticket_awaiter {
     watched_ = true;
     p_.poll = [](pending& p) noexcept {
       const auto& self = *static_cast<const ticket_awaiter*>(p.owner);
-      return probe::done(*self.s_, self.value_) || (self.s_->port && self.s_->port->faulted());
+      // Stopped: by the device itself, or a GPU memory fault the KFD reported (every queue of the
+      // GPU stopped; one atomic load while none: runtime/detail/device_faults.hpp).
+      return probe::done(*self.s_, self.value_) || (self.s_->port && self.s_->port->faulted()) ||
+             self.s_->agent->sys->faults.any_on(self.s_->agent->node->gpu_id);
     };
     // The queue's commands raise no interrupt: post one when the reactor is about to sleep.
     p_.arm = [](pending& p) noexcept {
@@ -105,8 +108,7 @@ class ticket_awaiter {
     }
     if (traced_) finish_trace(true);
     failure f(errc::device_fault, "the queue stopped");
-    if (s_->port)
-      if (auto d = s_->port->fault()) f = *d;
+    if (auto d = s_->stopped()) f = *d;
     throw_failure(located(f, describe_(op_) + " on " + K::name + " queue " + std::to_string(s_->res.queue_id()), loc_));
   }
   // A traced eager run: the operation's execution span is added when it completes (or fails).

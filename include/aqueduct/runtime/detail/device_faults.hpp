@@ -58,6 +58,14 @@ class device_faults {
     return std::nullopt;
   }
   [[nodiscard]] bool any() const noexcept { return any_.load(std::memory_order_acquire); }
+  // Whether a fault of `gpu_id` is known (a poll's test: no failure built).
+  [[nodiscard]] bool any_on(std::uint32_t gpu_id) const {
+    if (AQUEDUCT_LIKELY(!any_.load(std::memory_order_acquire))) return false;
+    std::lock_guard lock(mu_);
+    for (const auto& f : faults_)
+      if (f.gpu_id == gpu_id) return true;
+    return false;
+  }
 
   // Whether a non-blocking look at the event is due (at most one per `every` for the system);
   // the caller then does it (kfd_waiter::wait with a zero timeout) and records what it got.
