@@ -18,8 +18,9 @@ struct counted_rig {
   rt::system sys;
   rt::agent gpu;
   rt::executable exe;
-  counted_rig()
-      : dev(emu::device::create(emu::machine_config::parse("rx7900xtx"))),
+  counted_rig() : counted_rig(emu::machine_config::parse("rx7900xtx")) {}
+  explicit counted_rig(emu::machine_config cfg)
+      : dev(emu::device::create(std::move(cfg))),
         sys(rt::system::try_adopt(counting_device<emu::device>(dev, counts), &dev).value()),
         gpu(sys.default_agent()),
         exe(emu::load(gpu, kernels())) {}

@@ -225,8 +225,25 @@ TEST_CASE("an SDMA fault on an unmapped address is reported, and the queue stays
   REQUIRE_FALSE(r);
   CHECK(r.get_failure() == errc::device_fault);
   CHECK(std::string(r.detail()).find(hex(bad)) != std::string::npos);
-  // A copy that runs off the end of a mapped buffer reports the first byte past it that no BO
-  // mapped to this GPU covers (found here with the device's own VM query, page by page).
+  // Later work on the failed queue fails at once.
+  auto r3 = e.try_copy(buf.va(), buf.va() + aqueduct::byte_count(100), 10);
+  REQUIRE_FALSE(r3);
+  CHECK(r3.get_failure() == errc::device_fault);
+  // A new copy engine of the same GPU fails too: after a memory fault the kernel evicts every queue
+  // of the process on that GPU for good (docs/emulator.md), so its copy is refused with the fault.
+  auto e_after = rt::copy_engine::create(gpu);
+  auto r4 = e_after.try_copy(buf.va(), buf.va() + aqueduct::byte_count(100), 10);
+  REQUIRE_FALSE(r4);
+  CHECK(r4.get_failure() == errc::device_fault);
+  CHECK(std::string(r4.detail()).find("GPU memory fault on gpu_id " + std::to_string(gpu.gpu_id())) != std::string::npos);
+}
+
+TEST_CASE("an SDMA copy that runs off the end of a mapped buffer reports the first byte past it") {
+  // The first byte that no BO mapped to this GPU covers (found here with the device's own VM
+  // query, page by page). A system of its own: a fault ends every queue of its GPU.
+  auto sys = rt::system::open({.device = rt::device_choice::emulated, .machine = "mi300x"});
+  const auto& gpu = sys.default_agent();
+  auto buf = gpu.alloc<unsigned char>(8192, rt::memory_kind::host);
   auto e2 = rt::copy_engine::create(gpu);
   auto big = gpu.alloc<unsigned char>(1 << 20, rt::memory_kind::host);
   const std::uint64_t dst = buf.address() + 4096;
@@ -237,10 +254,6 @@ TEST_CASE("an SDMA fault on an unmapped address is reported, and the queue stays
   REQUIRE_FALSE(r2);
   CHECK(r2.get_failure() == errc::device_fault);
   CHECK(sys.emulator()->engine(e2.sdma()->queue_id())->sdma()->error()->address == expect);
-  // Later work on the failed queue fails at once.
-  auto r3 = e.try_copy(buf.va(), buf.va() + aqueduct::byte_count(100), 10);
-  REQUIRE_FALSE(r3);
-  CHECK(r3.get_failure() == errc::device_fault);
 }
 
 TEST_CASE("an SDMA queue on a chosen engine (SDMA_BY_ENG_ID) lands on that engine and copies") {

@@ -157,20 +157,28 @@ bool inside(const rt::buffer<T>& b, std::uint64_t va) {
   return va >= b.va().value && va < b.va().value + b.size_bytes();
 }
 
-TEST_CASE("memory fault in a kernel: device_fault naming queue, packet and address; the other queue keeps working") {
+// A memory fault is a GPU page fault: as on Linux (no debugger attached), every queue of the
+// process on that GPU stops for good and the process's memory events report it; the queues of
+// another GPU go on (docs/emulator.md, "A memory fault stops every queue of its GPU").
+TEST_CASE("memory fault in a kernel: device_fault naming queue, packet and address; that GPU's other queue stops, another GPU's works") {
   const auto base_threads = thread_count();
   {
     // One workgroup, so its data accesses come in order: the dispatch packet (through the
     // dispatch pointer), the kernarg segment, a, b, c. The 4th faults: a read of b.
-    auto sys = open_with("memory=#4");
-    const auto& gpu = sys.default_agent();
+    auto sys = open_with("memory=#4", "2*mi300x");
+    REQUIRE(sys.agents().size() == 2);
+    const auto& gpu = sys.agents()[0];
+    const auto& gpu2 = sys.agents()[1];
     auto* dev = emu::device_of(gpu);
     auto exe = aq::emu::load(gpu, test_kernels());
+    auto exe2 = aq::emu::load(gpu2, test_kernels());
     const auto vadd = get<vadd_kernel>(exe, "vadd");
-    vadd_job bad(gpu, 64, 1.0f), good(gpu, 256, 2.0f);
+    const auto vadd2 = get<vadd_kernel>(exe2, "vadd");
+    vadd_job bad(gpu, 64, 1.0f), sibling_job(gpu, 64, 3.0f), good(gpu2, 256, 2.0f);
     {
       auto q = gpu.make_queue(rt::aql, {.slots = 16, .drain_timeout = 100ms});
-      auto other = gpu.make_queue(rt::aql, {.slots = 16});
+      auto sibling = gpu.make_queue(rt::aql, {.slots = 16, .drain_timeout = 100ms});
+      auto other = gpu2.make_queue(rt::aql, {.slots = 16});
       const auto t = q.dispatch(vadd, rt::grid{64}, rt::block{64}, bad.a, bad.b, bad.c, 64u);
       auto w = bounded(30s, "waiting on the faulted queue", [&] { return q.try_wait(t, 20s); });
       REQUIRE_FALSE(w.has_value());
@@ -183,22 +191,35 @@ TEST_CASE("memory fault in a kernel: device_fault naming queue, packet and addre
       CHECK(inside(bad.b, reported_address(d)));
       for (std::uint32_t i = 0; i < 64; ++i) CHECK(bad.c[i] == -1.0f);  // nothing written
       CHECK(dev->faults().counts()[emu::fault_kind::memory] == 1);
-      // The other queue is unaffected.
-      const auto t2 = other.dispatch(vadd, rt::grid{256}, rt::block{64}, good.a, good.b, good.c, 256u);
+      // The same GPU's other queue was evicted: its work never runs and its wait reports the
+      // GPU's fault (its own report is empty: it did nothing wrong).
+      const auto ts = sibling.dispatch(vadd, rt::grid{64}, rt::block{64}, sibling_job.a, sibling_job.b, sibling_job.c, 64u);
+      auto ws = bounded(30s, "waiting on the evicted queue", [&] { return sibling.try_wait(ts, 20s); });
+      REQUIRE_FALSE(ws.has_value());
+      CHECK(ws.error() == aq::errc::device_fault);
+      CHECK(has(std::string(ws.detail()), "GPU memory fault on gpu_id " + std::to_string(gpu.gpu_id())));
+      CHECK_FALSE(sibling.own_fault());
+      for (std::uint32_t i = 0; i < 64; ++i) CHECK(sibling_job.c[i] == -1.0f);
+      // Another GPU's queue is unaffected.
+      const auto t2 = other.dispatch(vadd2, rt::grid{256}, rt::block{64}, good.a, good.b, good.c, 256u);
       REQUIRE(other.try_wait(t2, 20s).has_value());
       CHECK(good.right());
+      CHECK_FALSE(other.fault());
     }
-    CHECK(dev->queues().empty());  // both destroyed: nothing left on the device
+    CHECK(dev->queues().empty());  // all destroyed: nothing left on the device
   }
   CHECK(threads_back_to(base_threads));
 }
 
 TEST_CASE("memory fault in an SDMA copy: device_fault with the address; no success for the copy") {
-  auto sys = open_with("memory=#1");
-  const auto& gpu = sys.default_agent();
+  auto sys = open_with("memory=#1", "2*mi300x");
+  REQUIRE(sys.agents().size() == 2);
+  const auto& gpu = sys.agents()[0];
+  const auto& gpu2 = sys.agents()[1];
   auto* dev = emu::device_of(gpu);
   auto src = gpu.alloc<std::uint32_t>(4096, host), dst = gpu.alloc<std::uint32_t>(4096, host);
-  for (std::uint32_t i = 0; i < 4096; ++i) src[i] = i * 3u, dst[i] = 0;
+  auto src2 = gpu2.alloc<std::uint32_t>(4096, host), dst2 = gpu2.alloc<std::uint32_t>(4096, host);
+  for (std::uint32_t i = 0; i < 4096; ++i) src[i] = src2[i] = i * 3u, dst[i] = dst2[i] = 0;
   {
     auto s = gpu.make_queue(rt::sdma, {.drain_timeout = 100ms});
     const auto t = s.try_copy(dst.va(), src.va(), src.size_bytes()).value();
@@ -209,13 +230,22 @@ TEST_CASE("memory fault in an SDMA copy: device_fault with the address; no succe
     CHECK(w.error() == aq::errc::device_fault);
     CHECK(reported_address(d) == src.va().value);  // the first access: the source read, at its start
     CHECK(has(d, "SDMA queue " + std::to_string(s.queue_id())));
-    // A second SDMA queue copies correctly.
-    auto s2 = gpu.make_queue(rt::sdma);
-    const auto t2 = s2.try_copy(dst.va(), src.va(), src.size_bytes()).value();
+    // A second SDMA queue of that GPU never copies: its copy is refused, or (if the memory event
+    // has not been read yet) its wait ends with the GPU's fault. One of another GPU copies.
+    auto s1 = gpu.make_queue(rt::sdma, {.drain_timeout = 100ms});
+    auto t1 = s1.try_copy(dst.va(), src.va(), src.size_bytes());
+    const aq::result<void> w1 = t1 ? bounded(30s, "waiting on the evicted SDMA queue", [&] { return s1.try_wait(*t1, 20s); })
+                                   : aq::result<void>(t1.get_failure());
+    REQUIRE_FALSE(w1);
+    CHECK(w1.get_failure() == aq::errc::device_fault);
+    CHECK(has(std::string(w1.detail()), "GPU memory fault on gpu_id " + std::to_string(gpu.gpu_id())));
+    auto s2 = gpu2.make_queue(rt::sdma);
+    const auto t2 = s2.try_copy(dst2.va(), src2.va(), src2.size_bytes()).value();
     REQUIRE(s2.try_wait(t2, 20s).has_value());
-    std::uint32_t wrong = 0;
-    for (std::uint32_t i = 0; i < 4096; ++i) wrong += dst[i] != i * 3u;
+    std::uint32_t wrong = 0, touched = 0;
+    for (std::uint32_t i = 0; i < 4096; ++i) wrong += dst2[i] != i * 3u, touched += dst[i] != 0;
     CHECK(wrong == 0);
+    CHECK(touched == 0);  // the faulted GPU wrote nothing
   }
   CHECK(dev->queues().empty());
 }

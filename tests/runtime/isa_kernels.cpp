@@ -604,14 +604,6 @@ TEST_CASE("machine code faults on every target: the exact bad address, __builtin
     const auto bytes = read_file(corpus_path(t->processor, v));
     auto exe = gpu.load(std::span<const std::byte>(bytes));
     {
-      auto a = gpu.alloc<float>(64, rt::memory_kind::host), c = gpu.alloc<float>(64, rt::memory_kind::host);
-      // b points 1 TiB past a, far from any mapping: element 0's load faults there.
-      const std::uint64_t bad_b = reinterpret_cast<std::uintptr_t>(a.data()) + (1ull << 40);
-      char want[40];
-      std::snprintf(want, sizeof want, "0x%llx", static_cast<unsigned long long>(bad_b));
-      check_fault(gpu, exe, "vadd", {want, "memory violation"}, a, bad_b, c, 64u);
-    }
-    {
       auto out = gpu.alloc<std::uint32_t>(64, rt::memory_kind::host);
       check_fault(gpu, exe, "trap", {"shader exception", "s_trap"}, out);
     }
@@ -633,6 +625,16 @@ TEST_CASE("machine code faults on every target: the exact bad address, __builtin
                   {"shader exception", t == &gfx942 ? "unsupported instruction: v_mfma_f32_4x4x1_16b_f32"
                                                     : "unsupported instruction: v_mfma_f32_4x4x1f32 "},
                   io);
+    }
+    {
+      // Last: a GPU memory fault stops every queue of the GPU for good (the shader exceptions above
+      // stop only their own queue).
+      auto a = gpu.alloc<float>(64, rt::memory_kind::host), c = gpu.alloc<float>(64, rt::memory_kind::host);
+      // b points 1 TiB past a, far from any mapping: element 0's load faults there.
+      const std::uint64_t bad_b = reinterpret_cast<std::uintptr_t>(a.data()) + (1ull << 40);
+      char want[40];
+      std::snprintf(want, sizeof want, "0x%llx", static_cast<unsigned long long>(bad_b));
+      check_fault(gpu, exe, "vadd", {want, "memory violation"}, a, bad_b, c, 64u);
     }
   }
 }

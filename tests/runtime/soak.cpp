@@ -318,6 +318,12 @@ TEST_CASE("soak: random work under random faults; every piece of work done or re
   {
     auto cfg = emu::machine_config::parse("mi300x");
     cfg.faults = emu::fault_plan::try_parse(plan_text).value();
+    // Each injected memory fault stops only the queue it hit, so that the soak goes on after it
+    // and matches every fault to one report. With the default (as Linux), the first memory fault
+    // would stop every queue of the GPU for good and end the soak's work there; that behaviour is
+    // tested in runtime.lifecycle and runtime.fault_injection. (Not done: a soak that reopens the
+    // system after each GPU-wide fault.)
+    cfg.memory_fault_events = false;
     auto sys = rt::system::try_open_emulated(std::move(cfg)).value();
     const auto& gpu = sys.default_agent();
     auto* dev = emu::device_of(gpu);

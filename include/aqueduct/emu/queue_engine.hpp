@@ -245,10 +245,12 @@ class queue_engine final : public queue_port {
     // lost — the emulator cannot carry a hung wave into the new engine — so the queue stays
     // stopped and reports the hang (errc::device_hang), as a hung queue the CP could not preempt.
     const std::uint64_t ended_before = vm_->hangs_ended();
+    notifier_->set_unwinding(true);
     vm_->release_hangs();
     if (current_) stop_engines_locked(std::move(current_), opt.stop_timeout);
     if (killed_.load(std::memory_order_acquire)) return;  // a reset queue stays stopped
     vm_->hold_hangs();
+    notifier_->set_unwinding(false);
     if (const std::uint64_t hung = vm_->hangs_ended() - ended_before; hung != 0) {
       start_error_ = failure(errc::device_hang,
                              "queue " + std::to_string(q.queue_id) + " hung (" + std::to_string(hung) +
@@ -268,6 +270,7 @@ class queue_engine final : public queue_port {
     }
     killed_.store(true, std::memory_order_release);
     faulted_.store(true, std::memory_order_release);
+    notifier_->set_unwinding(true);
     vm_->revoke();
     vm_->release_hangs();
   }
@@ -353,6 +356,7 @@ class queue_engine final : public queue_port {
   // Stops and joins the engine's threads (in-flight work finishes; nothing more is fetched),
   // waiting at most `timeout` (then the engine is abandoned: see engine_options::stop_timeout).
   void stop(std::chrono::milliseconds timeout = engine_options{}.stop_timeout) noexcept {
+    notifier_->set_unwinding(true);
     vm_->release_hangs();  // an injected hang ends (its access faults) so the threads can be joined
     std::lock_guard lock(mu_);
     stopped_ = true;
@@ -480,7 +484,13 @@ class queue_engine final : public queue_port {
       }
       inner_->signal_event(id);
     }
-    void memory_fault(std::uint32_t gpu_id, std::uint64_t address) noexcept override { inner_->memory_fault(gpu_id, address); }
+    // Not while the emulator itself makes this queue's work fault to end it (a released injected
+    // hang, a revoked VM: stop, UPDATE_QUEUE, reset): that is no GPU page fault, and on Linux a
+    // queue destroyed or updated stops nothing else of its GPU.
+    void memory_fault(std::uint32_t gpu_id, std::uint64_t address) noexcept override {
+      if (!unwinding_.load(std::memory_order_acquire)) inner_->memory_fault(gpu_id, address);
+    }
+    void set_unwinding(bool on) noexcept { unwinding_.store(on, std::memory_order_release); }
 
     [[nodiscard]] std::uint64_t irq_lost() const noexcept { return irq_lost_.load(std::memory_order_relaxed); }
 
@@ -488,6 +498,7 @@ class queue_engine final : public queue_port {
     event_notifier* inner_ = nullptr;
     fault_injector* faults_ = nullptr;
     std::atomic<std::uint64_t> irq_lost_{0};
+    std::atomic<bool> unwinding_{false};
   };
 
   // Stops `e` on a helper thread and waits up to `timeout`; if its threads do not end, revokes
