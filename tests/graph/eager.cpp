@@ -230,6 +230,29 @@ TEST_CASE("eager: a GPU memory fault on another queue ends a co_await on that GP
   CHECK(std::chrono::steady_clock::now() - t0 < 5s);
 }
 
+// The same for a host-side co_await until() on a signal of that GPU: no queue of it will ever set
+// the signal, so the wait ends with the fault (before session 27 it slept for ever).
+TEST_CASE("eager: a GPU memory fault ends a co_await until() on a signal of that GPU with the fault") {
+  rig r(rt::system::try_open_emulated(aq::emu::machine_config::try_parse("rx7900xtx").value()).value());
+  auto sig = r.gpu.make_signal(1);  // nobody sets it to 0
+  std::jthread faulter([&] {
+    std::this_thread::sleep_for(100ms);
+    (void)r.aql.try_dispatch(r.store_k, rt::grid{1}, rt::block{1}, rt::device_ptr<std::uint32_t>::at(aq::gpu_va(0x10)), 0u, 1u);
+  });
+  auto prog = [&]() -> g::task<void> { co_await g::until(sig, aq::abi::signal_condition::eq, 0); };
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    g::sync_wait(prog());
+    FAIL("the wait ended without the fault");
+  } catch (const aq::error& e) {
+    const std::string what = e.what();
+    CHECK_MESSAGE(static_cast<aq::errc>(e.code().value()) == aq::errc::device_fault, what);
+    CHECK_MESSAGE(contains(what, "GPU memory fault on gpu_id " + std::to_string(r.gpu.gpu_id()) + " at page 0x0 "), what);
+    CHECK_MESSAGE(contains(what, "wait for a signal at eager.cpp:"), what);
+  }
+  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+}
+
 TEST_CASE("eager: after a stop, an operation fails with errc::cancelled and submits nothing") {
   rig r;
   auto out = r.host_buffer(1);

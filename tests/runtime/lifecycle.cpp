@@ -300,6 +300,40 @@ TEST_CASE("a GPU memory fault ends the waits on every queue of that GPU, and onl
   CHECK(bounded(20s, "the other GPU's queue", [&] { return elsewhere.try_finish(10s); }).has_value());
 }
 
+TEST_CASE("a GPU memory fault ends a wait on a signal of that GPU; a signal of another GPU is untouched") {
+  faulted_gpu m(true);
+  const auto& gpu = m.sys.agents()[0];
+  const auto& other = m.sys.agents()[1];
+  auto sig = gpu.make_signal(1), ready = gpu.make_signal(0), elsewhere = other.make_signal(1);
+  // Control: before the fault the wait only times out.
+  CHECK(sig.try_wait_eq(0, 20ms).get_failure() == aq::errc::timeout);
+  // A wait that blocks (the default policy), begun before the fault: no queue of the GPU will ever
+  // set the signal, so only the memory event can end it.
+  aq::result<std::int64_t> blocked = aq::failure(aq::errc::invalid_argument, "not run");
+  std::thread waiter([&] { blocked = sig.try_wait_eq(0, 20s); });
+  std::this_thread::sleep_for(50ms);
+  auto a = gpu.make_queue(rt::aql, {.wait = aq::sync::wait_policy::spin(), .drain_timeout = 100ms});
+  REQUIRE(bounded(20s, "the faulting queue's wait", [&] { return m.fault(a, test_kernels()); }).get_failure() ==
+          aq::errc::device_fault);
+  const auto t0 = std::chrono::steady_clock::now();
+  waiter.join();
+  CHECK(std::chrono::steady_clock::now() - t0 < 10s);  // ended by the fault, not by its 20 s timeout
+  const std::string page = "page 0x8000", id = "gpu_id " + std::to_string(gpu.gpu_id());
+  REQUIRE_FALSE(blocked.has_value());
+  CHECK(blocked.get_failure() == aq::errc::device_fault);
+  CHECK_MESSAGE((std::string(blocked.detail()).find(page) != std::string::npos &&
+                 std::string(blocked.detail()).find("wait for a signal of " + id) != std::string::npos),
+                blocked.detail());
+  // A spinning wait begun after it ends with it too; a condition that already holds is still met.
+  auto spun = sig.try_wait_eq(0, 10s, aq::sync::wait_policy::spin());
+  CHECK(spun.get_failure() == aq::errc::device_fault);
+  CHECK(ready.try_wait_eq(0, 10ms).has_value());
+  // The other GPU's signal: still only waiting, and met once set.
+  CHECK(elsewhere.try_wait_eq(0, 20ms).get_failure() == aq::errc::timeout);
+  elsewhere.store(0);
+  CHECK(elsewhere.try_wait_eq(0, 10s).has_value());
+}
+
 TEST_CASE("without the memory event's report, a wait on another queue of a faulted GPU only times out (control)") {
   faulted_gpu m(false);
   const auto& gpu = m.sys.agents()[0];

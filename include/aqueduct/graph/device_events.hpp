@@ -61,12 +61,8 @@ class kfd_event_source final : public event_source, public reactor::attachment {
     w.timeout = static_cast<std::uint32_t>(std::clamp<std::int64_t>(ms, 1, 0x7FFFFFFF));
     ++waits_;
     const bool ok = d_.file().ioctl(abi::kfd::amdkfd_ioc_wait_events, &w) == 0 && w.wait_result != abi::kfd::wait_result_fail;
-    if (ok && memory != 0 && w.wait_result == abi::kfd::wait_result_complete) {
-      try {
-        faults_->record(buf_[1].memory_exception_data);  // gpu_id 0 (not activated): ignored
-      } catch (...) {
-      }
-    }
+    if (ok && memory != 0 && w.wait_result == abi::kfd::wait_result_complete)
+      faults_->record(buf_[1].memory_exception_data);  // gpu_id 0 (not activated): ignored
     return ok;
   }
   void wake() noexcept override { (void)wake_.try_set(); }

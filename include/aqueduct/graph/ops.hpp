@@ -463,7 +463,10 @@ class until_op {
   void await_suspend(std::coroutine_handle<> h) noexcept {
     ::new (static_cast<void*>(&p_)) pending{};
     state_ = watched;
-    p_.poll = [](pending& p) noexcept { return static_cast<const until_op*>(p.owner)->holds(); };
+    p_.poll = [](pending& p) noexcept {
+      const auto* op = static_cast<const until_op*>(p.owner);
+      return op->holds() || op->gpu_faulted();
+    };
     p_.owner = this;
     p_.waiter = h;
     p_.stop = ctx_->stop;
@@ -494,14 +497,21 @@ class until_op {
     state_ = recorded;
   }
   [[nodiscard]] bool holds() const noexcept { return abi::condition_holds(cond_, s_.load(std::memory_order_acquire), v_); }
+  // A memory fault of the signal's GPU: every queue of it stopped, none will set the signal (one
+  // atomic load while the process has had none: runtime/detail/device_faults.hpp).
+  [[nodiscard]] bool gpu_faulted() const noexcept { return a_ && a_->sys->faults.any_on(a_->node->gpu_id); }
   // After a suspension (or a recorded wait): the value now, or cancelled.
   [[gnu::noinline]] std::int64_t resumed() {
     if (state_ == recorded) return v_;
     ctx_->r->unwatch(p_);
     state_ = waiting;
     const std::int64_t v = s_.load(std::memory_order_acquire);
-    if (!abi::condition_holds(cond_, v, v_) && ctx_->stop_requested())
-      throw_failure(failure(errc::cancelled, "wait for a signal at " + where(loc_) + " ended: the run was asked to stop"));
+    if (!abi::condition_holds(cond_, v, v_)) {
+      if (ctx_->stop_requested())
+        throw_failure(failure(errc::cancelled, "wait for a signal at " + where(loc_) + " ended: the run was asked to stop"));
+      if (a_)
+        if (std::optional<failure> f = a_->sys->device_stop(*a_->node)) throw_failure(located(*f, "wait for a signal", loc_));
+    }
     return v;
   }
   sync::signal_ref s_;

@@ -4,7 +4,10 @@
 // in queue memory (uncached GTT, shared by host and GPU); each has the agent's KFD signal event
 // as its mailbox, so a wait spins briefly and then blocks in AMDKFD_IOC_WAIT_EVENTS
 // (sync::wait_policy, spin_then_block by default). A signal released while its value is not 0
-// is recycled only once the device has brought it to 0 (DESIGN.md requirement 2).
+// is recycled only once the device has brought it to 0 (DESIGN.md requirement 2). A wait ends
+// with errc::device_fault once the signal's GPU has had a memory fault (the KFD stopped every
+// queue of the process on it, so none of them will set the signal; docs/runtime.md); a signal
+// that another GPU or the host sets can be waited on through `ref()` (sync::signal_ref::try_wait).
 // Use: handles in barrier-AND/OR packets (queue::try_barrier_and), completion signals of
 // dispatches (dispatch_options::completion_signal), host-side gates.
 // Thread safety: value operations and waits from any thread; creation/destruction lock the
@@ -12,6 +15,7 @@
 #pragma once
 
 #include <aqueduct/core/result.hpp>
+#include <aqueduct/runtime/detail/progress_wait.hpp>
 #include <aqueduct/runtime/detail/state.hpp>
 #include <aqueduct/sync/signal.hpp>
 #include <aqueduct/sync/signal_pool.hpp>
@@ -19,6 +23,8 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <memory>
 #include <utility>
 
@@ -57,7 +63,14 @@ class signal {
                                               sync::wait_policy policy = {}) const {
     if (!a_) return failure(errc::invalid_argument, "this signal is empty (default-constructed or moved-from): make one with agent::make_signal");
     detail::kfd_waiter w = a_->sys->waiter();
-    return ref().try_wait(cond, v, timeout, w, policy);
+    // Ended by a memory fault of the signal's GPU: every queue of that GPU is stopped for good.
+    auto gpu_fault = [a = a_]() -> std::optional<failure> {
+      std::optional<failure> f = a->sys->device_stop(*a->node);
+      if (AQUEDUCT_UNLIKELY(f)) return failure(f->code(), "wait for a signal of gpu_id " + std::to_string(a->node->gpu_id) + ": " + std::string(f->detail()));
+      return f;
+    };
+    detail::stop_or_fault<decltype(gpu_fault)> stopped(w, gpu_fault);
+    return ref().try_wait_or_stop(cond, v, timeout, w, stopped, policy);
   }
   [[nodiscard]] result<std::int64_t> try_wait_eq(std::int64_t v, sync::nanoseconds timeout = sync::infinite,
                                                  sync::wait_policy policy = {}) const {

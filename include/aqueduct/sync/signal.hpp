@@ -72,17 +72,25 @@ class signal_ref {
   template <event_waiter W>
   result<std::int64_t> try_wait(abi::signal_condition cond, std::int64_t operand, nanoseconds timeout, W& waiter,
                                 wait_policy policy = {}, diagnostics diag = {}) const {
+    never_stopped never;
+    return try_wait_or_stop(cond, operand, timeout, waiter, never, policy, diag);
+  }
+  // The same, also ended by `stopped()` -> std::optional<failure> (asked as sync::wait_until asks:
+  // every 64 spins and after each blocking slice), e.g. the GPU whose queues set the signal faulted.
+  template <event_waiter W, class Stopped>
+  result<std::int64_t> try_wait_or_stop(abi::signal_condition cond, std::int64_t operand, nanoseconds timeout, W& waiter,
+                                        Stopped& stopped, wait_policy policy = {}, diagnostics diag = {}) const {
     std::int64_t v = load(std::memory_order_acquire);
     if (abi::condition_holds(cond, v, operand)) return v;
     // The one wait loop (sync/wait.hpp); the mailbox's event fires on every decrement, so there
-    // is nothing to arm, and nothing but the deadline stops the wait.
+    // is nothing to arm.
     auto r = wait_until(
         waiter, event_id(), has_event(), policy, timeout,
         [&] {
           v = load(std::memory_order_acquire);
           return abi::condition_holds(cond, v, operand);
         },
-        never_stopped{}, [&](nanoseconds waited) { return timeout_failure(cond, operand, v, waited, policy, diag); });
+        stopped, [&](nanoseconds waited) { return timeout_failure(cond, operand, v, waited, policy, diag); });
     if (AQUEDUCT_UNLIKELY(!r)) return std::move(r).get_failure();
     return v;
   }

@@ -41,30 +41,30 @@ class device_faults {
   void set_event_id(std::uint32_t id) noexcept { event_id_ = id; }
 
   // A memory event's data, as a completed WAIT_EVENTS copied it back (gpu_id 0: not activated).
-  void record(const abi::kfd::hsa_memory_exception_data& m) {
+  // Out of memory: not recorded (a later report of the same GPU may be).
+  void record(const abi::kfd::hsa_memory_exception_data& m) noexcept {
     if (m.gpu_id == 0) return;
     std::lock_guard lock(mu_);
-    for (const auto& f : faults_)
-      if (f.gpu_id == m.gpu_id) return;  // the first fault of a GPU is what stopped its queues
-    faults_.push_back(m);
+    if (find(m.gpu_id)) return;  // the first fault of a GPU is what stopped its queues
+    try {
+      faults_.push_back(m);
+    } catch (...) {
+      return;
+    }
     any_.store(true, std::memory_order_release);
   }
   // The fault that stopped every queue of `gpu_id`, or none (one atomic load while none).
   [[nodiscard]] std::optional<failure> of(std::uint32_t gpu_id) const {
     if (AQUEDUCT_LIKELY(!any_.load(std::memory_order_acquire))) return std::nullopt;
     std::lock_guard lock(mu_);
-    for (const auto& f : faults_)
-      if (f.gpu_id == gpu_id) return describe(f);
+    if (const auto* f = find(gpu_id)) return describe(*f);
     return std::nullopt;
   }
-  [[nodiscard]] bool any() const noexcept { return any_.load(std::memory_order_acquire); }
   // Whether a fault of `gpu_id` is known (a poll's test: no failure built).
   [[nodiscard]] bool any_on(std::uint32_t gpu_id) const {
     if (AQUEDUCT_LIKELY(!any_.load(std::memory_order_acquire))) return false;
     std::lock_guard lock(mu_);
-    for (const auto& f : faults_)
-      if (f.gpu_id == gpu_id) return true;
-    return false;
+    return find(gpu_id) != nullptr;
   }
 
   // Whether a non-blocking look at the event is due (at most one per `every` for the system);
@@ -90,6 +90,12 @@ class device_faults {
   }
 
  private:
+  [[nodiscard]] const abi::kfd::hsa_memory_exception_data* find(std::uint32_t gpu_id) const noexcept {  // under mu_
+    for (const auto& f : faults_)
+      if (f.gpu_id == gpu_id) return &f;
+    return nullptr;
+  }
+
   std::uint32_t event_id_ = 0;  // set once at system open, before any wait
   std::atomic<bool> any_{false};
   std::atomic<std::int64_t> next_poll_{0};

@@ -68,7 +68,7 @@ struct kfd_waiter {
       w.timeout = static_cast<std::uint32_t>(ms > 0x7FFFFFFF ? 0x7FFFFFFF : ms);
     }
     if (d.file().ioctl(abi::kfd::amdkfd_ioc_wait_events, &w) != 0) return sync::event_status::failed;
-    if (w.num_events == 2 && w.wait_result == abi::kfd::wait_result_complete) record(ev[1].memory_exception_data);
+    if (w.num_events == 2 && w.wait_result == abi::kfd::wait_result_complete) faults->record(ev[1].memory_exception_data);
     if (w.wait_result == abi::kfd::wait_result_complete) return sync::event_status::signaled;
     if (w.wait_result == abi::kfd::wait_result_timeout) return sync::event_status::timed_out;
     return sync::event_status::failed;
@@ -86,15 +86,7 @@ struct kfd_waiter {
     w.timeout = 0;
     if (d.file().ioctl(abi::kfd::amdkfd_ioc_wait_events, &w) != 0 || w.wait_result != abi::kfd::wait_result_complete)
       return;
-    record(ev.memory_exception_data);
-  }
-
- private:
-  void record(const abi::kfd::hsa_memory_exception_data& m) noexcept {
-    try {
-      faults->record(m);
-    } catch (...) {  // out of memory: the fault is not known; the next report may fit
-    }
+    faults->record(ev.memory_exception_data);
   }
 };
 static_assert(sync::event_waiter<kfd_waiter>);
