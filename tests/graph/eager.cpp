@@ -12,8 +12,10 @@
 
 #include <chrono>
 #include <ctime>
+#include <initializer_list>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -199,6 +201,30 @@ TEST_CASE("eager: a faulting dispatch fails its co_await with the operation and 
   }
 }
 
+namespace {
+// Runs `prog` (a task that waits for something no queue of r's GPU will do) while another thread,
+// once the task sleeps, makes an AQL store to an address no GPU has mapped; the task must fail
+// with the GPU's fault within 5 s, its message holding each of `want`.
+template <class Prog>
+void fails_with_gpu_fault(rig& r, Prog&& prog, std::initializer_list<std::string_view> want) {
+  std::jthread faulter([&] {
+    std::this_thread::sleep_for(100ms);
+    (void)r.aql.try_dispatch(r.store_k, rt::grid{1}, rt::block{1}, rt::device_ptr<std::uint32_t>::at(aq::gpu_va(0x10)), 0u, 1u);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    g::sync_wait(prog());
+    FAIL("the wait ended without the fault");
+  } catch (const aq::error& e) {
+    const std::string what = e.what();
+    CHECK_MESSAGE(static_cast<aq::errc>(e.code().value()) == aq::errc::device_fault, what);
+    CHECK_MESSAGE(contains(what, "GPU memory fault on gpu_id " + std::to_string(r.gpu.gpu_id()) + " at page 0x0 "), what);
+    for (const std::string_view w : want) CHECK_MESSAGE(contains(what, std::string(w)), what);
+  }
+  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+}
+}  // namespace
+
 // On a GPU a memory fault stops every queue of the process on that GPU for good (docs/runtime.md,
 // "A GPU memory fault stops every queue of that GPU"): a task awaiting an operation on another
 // queue of that GPU must fail with the fault, not sleep for ever. The reactor sleeps on the
@@ -211,23 +237,8 @@ TEST_CASE("eager: a GPU memory fault on another queue ends a co_await on that GP
   cfg.memory_fault_events = true;
   rig r(rt::system::try_open_emulated(std::move(cfg)).value());
   auto gate = r.gpu.make_signal(0);  // nobody opens it
-  std::jthread faulter([&] {  // once the task sleeps: a store to an address no GPU has mapped
-    std::this_thread::sleep_for(100ms);
-    (void)r.aql.try_dispatch(r.store_k, rt::grid{1}, rt::block{1}, rt::device_ptr<std::uint32_t>::at(aq::gpu_va(0x10)), 0u, 1u);
-  });
-  auto prog = [&]() -> g::task<void> { co_await g::on(r.sdma).wait(gate.ref(), 1); };
-  const auto t0 = std::chrono::steady_clock::now();
-  try {
-    g::sync_wait(prog());
-    FAIL("the wait ended without the fault");
-  } catch (const aq::error& e) {
-    const std::string what = e.what();
-    CHECK_MESSAGE(static_cast<aq::errc>(e.code().value()) == aq::errc::device_fault, what);
-    CHECK_MESSAGE(contains(what, "GPU memory fault on gpu_id " + std::to_string(r.gpu.gpu_id()) + " at page 0x0 "), what);
-    CHECK_MESSAGE(contains(what, "SDMA"), what);        // the operation named,
-    CHECK_MESSAGE(contains(what, "eager.cpp:"), what);  // and where it was awaited
-  }
-  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+  // The operation named, and where it was awaited.
+  fails_with_gpu_fault(r, [&]() -> g::task<void> { co_await g::on(r.sdma).wait(gate.ref(), 1); }, {"SDMA", "eager.cpp:"});
 }
 
 // The same for a host-side co_await until() on a signal of that GPU: no queue of it will ever set
@@ -235,22 +246,8 @@ TEST_CASE("eager: a GPU memory fault on another queue ends a co_await on that GP
 TEST_CASE("eager: a GPU memory fault ends a co_await until() on a signal of that GPU with the fault") {
   rig r(rt::system::try_open_emulated(aq::emu::machine_config::try_parse("rx7900xtx").value()).value());
   auto sig = r.gpu.make_signal(1);  // nobody sets it to 0
-  std::jthread faulter([&] {
-    std::this_thread::sleep_for(100ms);
-    (void)r.aql.try_dispatch(r.store_k, rt::grid{1}, rt::block{1}, rt::device_ptr<std::uint32_t>::at(aq::gpu_va(0x10)), 0u, 1u);
-  });
-  auto prog = [&]() -> g::task<void> { co_await g::until(sig, aq::abi::signal_condition::eq, 0); };
-  const auto t0 = std::chrono::steady_clock::now();
-  try {
-    g::sync_wait(prog());
-    FAIL("the wait ended without the fault");
-  } catch (const aq::error& e) {
-    const std::string what = e.what();
-    CHECK_MESSAGE(static_cast<aq::errc>(e.code().value()) == aq::errc::device_fault, what);
-    CHECK_MESSAGE(contains(what, "GPU memory fault on gpu_id " + std::to_string(r.gpu.gpu_id()) + " at page 0x0 "), what);
-    CHECK_MESSAGE(contains(what, "wait for a signal at eager.cpp:"), what);
-  }
-  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+  fails_with_gpu_fault(r, [&]() -> g::task<void> { co_await g::until(sig, aq::abi::signal_condition::eq, 0); },
+                       {"wait for a signal at eager.cpp:"});
 }
 
 TEST_CASE("eager: after a stop, an operation fails with errc::cancelled and submits nothing") {
