@@ -333,7 +333,12 @@ TEST_CASE("a failed replay's graph memory outlives the queues still waiting on i
     CHECK_MESSAGE(!q.sdma.own_fault(), q.sdma.own_fault()->detail());
     CHECK_MESSAGE(!q.pm4.own_fault(), q.pm4.own_fault()->detail());
     CHECK_MESSAGE(!q.aql2.own_fault(), q.aql2.own_fault()->detail());
-    // Evicted, each reports the GPU's fault; not evicted, none reports anything.
+    // Evicted, a wait on one of them ends with the GPU's fault (it reads the memory event, if no
+    // wait has yet), and then each reports it; not evicted, the wait only times out and none
+    // reports anything. (fault() alone does not read the event: right after the replay's failure
+    // it may not know the GPU's fault yet.)
+    const auto w = q.sdma.try_finish(evicts ? 10s : 20ms);
+    CHECK(w.get_failure() == (evicts ? aq::errc::device_fault : aq::errc::timeout));
     CHECK(static_cast<bool>(q.sdma.fault()) == evicts);
     CHECK(static_cast<bool>(q.pm4.fault()) == evicts);
     CHECK(static_cast<bool>(q.aql2.fault()) == evicts);
