@@ -94,7 +94,7 @@ class device {
         for (std::shared_lock lock(s->m); auto& [id, q] : s->queues)
           if (q.info.gpu_id == gpu && q.engine) es.push_back(q.engine);
         for (auto& e : es)
-          if (!e->faulted()) e->request_preemption();  // off the GPU at its next preemption point, for good
+          if (!e->faulted()) e->evict();  // off the GPU at its next preemption point, for good; never launched if not yet
         s->events.vm_fault(gpu, va);
       });  // (off first in the device_state destructor)
     if (plan.preempt.count() != 0) {  // AQL and PM4 queues: CWSR save + restore on a timer

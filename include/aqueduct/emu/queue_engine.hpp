@@ -328,6 +328,16 @@ class queue_engine final : public queue_port {
   // ring registers (emu/sdma_engine.hpp) -----------------------------------------------------------
   // On demand: the queue goes off the hardware at its next preemption point until resume().
   // false (and nothing happens) when no engine runs.
+  // A memory fault evicted the queue's GPU (emu/detail/evictions.hpp): preempted at its next
+  // preemption point and never resumed, and an engine not launched yet never is. The latter closes
+  // a race: a CREATE_QUEUE that passed its eviction check before the GPU was marked evicted
+  // launches its engine after the ioctl's lock, possibly after the eviction went through the
+  // queues (when request_preemption() alone found nothing to preempt).
+  void evict() noexcept {
+    std::lock_guard lock(mu_);
+    evicted_ = true;
+    (void)request_preemption();
+  }
   bool request_preemption() noexcept {
     if (auto* a = aql()) a->request_preemption();
     else if (auto* p = pm4()) p->request_preemption();
@@ -554,6 +564,7 @@ class queue_engine final : public queue_port {
   }
   void launch_locked(const queue_info& q, const gpu_node& node, event_notifier& events,
                      const host_kernel_registry& registry, const engine_options& opt) {
+    if (evicted_) return;  // evict(): never started
     start_error_.reset();
     faulted_.store(false, std::memory_order_release);
     aql_.store(nullptr, std::memory_order_release);
@@ -615,6 +626,7 @@ class queue_engine final : public queue_port {
   std::vector<std::shared_ptr<engines>> retired_;  // stopped (UPDATE_QUEUE, stop), freed with the queue
   std::optional<failure> start_error_;
   bool stopped_ = false;
+  bool evicted_ = false;  // under mu_ (evict())
   std::atomic<queue_wakeup*> wake_{nullptr};
   std::atomic<aql_processor*> aql_{nullptr};
   std::atomic<pm4_processor*> pm4_{nullptr};
