@@ -356,31 +356,44 @@ TEST_CASE("AMD barrier-value packet: (value & mask) cond compare, null signal sa
   CHECK(load(done) == 0);
 }
 
+// What a packet names that the GPU's VM does not map is a GPU page fault (errc::device_fault): the
+// CP reads the kernel descriptor and the dependency signals and writes the completion signal
+// through the VM, as a kernel reads its kernargs ("CPF"/"CPC"/"CPG" are UTCL2 clients in Linux's
+// gmc_v9_0.c gfxhub_client_ids). The rest is the packet as written: a queue error.
 TEST_CASE("malformed packets stop the queue with the packet decoded; the process goes on") {
   struct bad_case {
     const char* what;
     emu::engine_fault expect;
+    aqueduct::errc code;
     void (*mutate)(abi::kernel_dispatch_packet&);
   };
+  constexpr auto queue = aqueduct::errc::queue_error;
+  constexpr auto page_fault = aqueduct::errc::device_fault;
   const bad_case cases[] = {
-      {"reserved type 7", emu::engine_fault::reserved_packet_type, [](abi::kernel_dispatch_packet& p) { p.header = 7; }},
-      {"dimensions 0", emu::engine_fault::bad_dimensions, [](abi::kernel_dispatch_packet& p) { p.setup = 0; }},
-      {"grid 0", emu::engine_fault::bad_dimensions, [](abi::kernel_dispatch_packet& p) { p.grid_size_x = 0; }},
-      {"unused dim not 1", emu::engine_fault::bad_dimensions, [](abi::kernel_dispatch_packet& p) { p.grid_size_y = 4; }},
-      {"workgroup 0", emu::engine_fault::bad_workgroup_size, [](abi::kernel_dispatch_packet& p) { p.workgroup_size_x = 0; }},
-      {"workgroup 2048", emu::engine_fault::bad_workgroup_size, [](abi::kernel_dispatch_packet& p) { p.workgroup_size_x = 2048; }},
-      {"kernel object unmapped", emu::engine_fault::kernel_object_not_mapped,
+      {"reserved type 7", emu::engine_fault::reserved_packet_type, queue, [](abi::kernel_dispatch_packet& p) { p.header = 7; }},
+      {"dimensions 0", emu::engine_fault::bad_dimensions, queue, [](abi::kernel_dispatch_packet& p) { p.setup = 0; }},
+      {"grid 0", emu::engine_fault::bad_dimensions, queue, [](abi::kernel_dispatch_packet& p) { p.grid_size_x = 0; }},
+      {"unused dim not 1", emu::engine_fault::bad_dimensions, queue, [](abi::kernel_dispatch_packet& p) { p.grid_size_y = 4; }},
+      {"workgroup 0", emu::engine_fault::bad_workgroup_size, queue, [](abi::kernel_dispatch_packet& p) { p.workgroup_size_x = 0; }},
+      {"workgroup 2048", emu::engine_fault::bad_workgroup_size, queue,
+       [](abi::kernel_dispatch_packet& p) { p.workgroup_size_x = 2048; }},
+      {"kernel object unmapped", emu::engine_fault::kernel_object_not_mapped, page_fault,
        [](abi::kernel_dispatch_packet& p) { p.kernel_object = 0x7000'0000'0000ull; }},
-      {"kernel object 0", emu::engine_fault::kernel_object_not_mapped, [](abi::kernel_dispatch_packet& p) { p.kernel_object = 0; }},
-      {"kernarg unmapped", emu::engine_fault::kernarg_not_mapped,
+      {"kernel object 0", emu::engine_fault::kernel_object_not_mapped, page_fault,
+       [](abi::kernel_dispatch_packet& p) { p.kernel_object = 0; }},
+      {"kernel object misaligned", emu::engine_fault::misaligned_address, queue,
+       [](abi::kernel_dispatch_packet& p) { p.kernel_object += 8; }},
+      {"kernarg unmapped", emu::engine_fault::kernarg_not_mapped, page_fault,
        [](abi::kernel_dispatch_packet& p) { p.kernarg_address = 0x7000'0000'1000ull; }},
-      {"signal unmapped", emu::engine_fault::signal_not_mapped,
+      {"signal unmapped", emu::engine_fault::signal_not_mapped, page_fault,
        [](abi::kernel_dispatch_packet& p) { p.completion_signal = 0x7000'0000'2000ull; }},
-      {"fence scope 3", emu::engine_fault::reserved_bits,
+      {"signal misaligned", emu::engine_fault::misaligned_address, queue,
+       [](abi::kernel_dispatch_packet& p) { p.completion_signal = 0x7000'0000'2008ull; }},
+      {"fence scope 3", emu::engine_fault::reserved_bits, queue,
        [](abi::kernel_dispatch_packet& p) { p.header = static_cast<std::uint16_t>(p.header | (3u << 11)); }},
-      {"agent dispatch", emu::engine_fault::unsupported_packet,
+      {"agent dispatch", emu::engine_fault::unsupported_packet, queue,
        [](abi::kernel_dispatch_packet& p) { p.header = static_cast<std::uint16_t>((p.header & ~0xFFu) | 4u); }},
-      {"LDS 1 MiB", emu::engine_fault::lds_too_large, [](abi::kernel_dispatch_packet& p) { p.group_segment_size = 1u << 20; }},
+      {"LDS 1 MiB", emu::engine_fault::lds_too_large, queue, [](abi::kernel_dispatch_packet& p) { p.group_segment_size = 1u << 20; }},
   };
   for (const auto& c : cases) {
     const std::string what = c.what;
@@ -408,12 +421,16 @@ TEST_CASE("malformed packets stop the queue with the packet decoded; the process
     CHECK(std::memcmp(e->packet.data(), &p, 64) == 0);
     CHECK(e->detail.find("packet 1") != std::string::npos);
     CHECK(e->detail.find("raw=") != std::string::npos);
-    CHECK(e->to_failure() == aqueduct::errc::queue_error);
+    CHECK(e->to_failure() == c.code);
+    if (c.code == page_fault)  // at the address the packet named
+      CHECK(e->address == (c.expect == emu::engine_fault::kernel_object_not_mapped ? p.kernel_object
+                           : c.expect == emu::engine_fault::kernarg_not_mapped    ? p.kernarg_address
+                                                                                   : p.completion_signal));
     CHECK(f.read_index() == 1);  // the good packet retired, the bad one was not consumed
   }
 }
 
-TEST_CASE("unknown host kernel and bad code entry are queue errors") {
+TEST_CASE("unknown host kernel and bad code entry are queue errors; an unmapped code entry is a page fault") {
   queue_fixture f;
   std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
   vadd_setup v(f.vm);
@@ -434,6 +451,20 @@ TEST_CASE("unknown host kernel and bad code entry are queue errors") {
   CHECK_FALSE(g.proc->wait_retired(1, 1s));
   REQUIRE(g.proc->error().has_value());
   CHECK(g.proc->error()->fault == emu::engine_fault::bad_kernel_descriptor);
+  CHECK(g.proc->error()->to_failure() == aqueduct::errc::queue_error);
+
+  // 256-aligned but 4 GiB past the descriptor, where nothing is mapped: the instruction fetch faults.
+  queue_fixture h;
+  h.registry.add("vadd", vadd_kernel);
+  vadd_setup x(h.vm);
+  const auto ko3 = make_kernel_object(h.vm, kos, descriptor(vadd_props, 4, sizeof(vadd_args)), "vadd");
+  reinterpret_cast<abi::kernel_descriptor*>(ko3)->kernel_code_entry_byte_offset = std::int64_t{1} << 32;
+  h.submit(dispatch_1d(ko3, va(x.args.get()), x.n, 64, 0));
+  CHECK_FALSE(h.proc->wait_retired(1, 1s));
+  REQUIRE(h.proc->error().has_value());
+  CHECK(h.proc->error()->fault == emu::engine_fault::not_mapped);
+  CHECK(h.proc->error()->to_failure() == aqueduct::errc::device_fault);
+  CHECK(h.proc->error()->address == ko3 + (std::uint64_t{1} << 32));
 }
 
 TEST_CASE("inconsistent kernel descriptors are queue errors") {

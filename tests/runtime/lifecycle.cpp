@@ -334,6 +334,112 @@ TEST_CASE("a GPU memory fault ends a wait on a signal of that GPU; a signal of a
   CHECK(elsewhere.try_wait_eq(0, 10s).has_value());
 }
 
+// The CP reads the kernel descriptor and the dependency signals, and writes the completion signal,
+// through the GPU's VM as a kernel's loads go ("CPF", "CPC", "CPG" are UTCL2 clients in Linux's
+// gmc_v9_0.c gfxhub_client_ids): an AQL packet naming unmapped memory is a GPU page fault, and the
+// KFD evicts every queue of the process on that GPU, as for a kernel's bad load above.
+TEST_CASE("an AQL packet naming unmapped memory is a GPU page fault: every queue of its GPU is evicted") {
+  faulted_gpu m(true);
+  const auto& gpu = m.sys.agents()[0];
+  auto exe = aq::emu::load(gpu, test_kernels());
+  const auto vadd = exe.get_untyped_kernel("vadd");
+  auto kernargs = gpu.alloc<std::uint64_t>(64, rt::memory_kind::host);
+  auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
+  gate[0] = 0;
+  auto sibling = gpu.make_queue(rt::sdma, {.drain_timeout = 100ms});
+  REQUIRE(sibling.try_wait_memory(gate.va(), 1).has_value());
+  auto a = gpu.make_queue(rt::aql, {.wait = aq::sync::wait_policy::spin(), .drain_timeout = 100ms});
+  aq::ring::kernel_dispatch d{.kernel_object = vadd.object, .kernarg_address = kernargs.va(), .grid = {64}, .workgroup = {64}, .segments = {}};
+  auto submit_raw = [&](const auto& packet) {
+    auto r = a.aql().try_reserve(1);
+    REQUIRE(r.has_value());
+    r->write(0, packet);
+    r->publish();
+  };
+  std::string address;
+  SUBCASE("its kernel object") {
+    d.kernel_object = aq::gpu_va(0x8000);
+    submit_raw(aq::ring::make_packet(d));
+    address = "address=0x8000";
+  }
+  SUBCASE("its kernarg segment") {
+    d.kernarg_address = aq::gpu_va(0x8010);
+    submit_raw(aq::ring::make_packet(d));
+    address = "address=0x8010";
+  }
+  SUBCASE("its completion signal") {
+    d.completion_signal = 0x8040;
+    submit_raw(aq::ring::make_packet(d));
+    address = "address=0x8040";
+  }
+  SUBCASE("a barrier-AND's dependency signal") {
+    submit_raw(aq::ring::make_packet(aq::ring::barrier_and{.deps = aq::ring::dependencies({0x8080})}));
+    address = "address=0x8080";
+  }
+  CAPTURE(address);
+  auto own = bounded(20s, "the faulting queue's wait", [&] { return a.try_finish(10s); });
+  REQUIRE(own.get_failure() == aq::errc::device_fault);
+  CHECK_MESSAGE(mentions(own, address), own.detail());
+  CHECK(a.own_fault().has_value());
+  const std::string page = "page 0x8000", id = "gpu_id " + std::to_string(gpu.gpu_id());
+  auto b = bounded(20s, "a wait on another queue of the GPU", [&] { return sibling.try_finish(10s); });
+  CHECK(b.get_failure() == aq::errc::device_fault);
+  CHECK_MESSAGE((mentions(b, page) && mentions(b, id)), b.detail());
+  CHECK_FALSE(sibling.own_fault().has_value());  // evicted by the KFD, not stopped by its engine
+  std::atomic_ref<std::uint32_t>(gate[0]).store(1, std::memory_order_release);
+  std::this_thread::sleep_for(50ms);
+  CHECK(sibling.completed() == 0);
+}
+
+// fault() of a queue nobody waits on: it looks at the memory event itself, so it knows the GPU's
+// fault without any wait having seen it (the faulting queue's own wait ends on its own report and
+// never looks at the event).
+TEST_CASE("fault() of an idle queue of a faulted GPU reports the GPU's fault though no wait has seen it") {
+  faulted_gpu m(true);
+  const auto& gpu = m.sys.agents()[0];
+  const auto& other = m.sys.agents()[1];
+  auto idle = gpu.make_queue(rt::sdma, {.drain_timeout = 100ms});
+  auto idle_pm4 = gpu.make_queue(rt::pm4, {.drain_timeout = 100ms});
+  auto elsewhere = other.make_queue(rt::aql, {.drain_timeout = 100ms});
+  CHECK_FALSE(idle.fault().has_value());  // control: nothing to report before the fault
+  auto a = gpu.make_queue(rt::aql, {.wait = aq::sync::wait_policy::spin(), .drain_timeout = 100ms});
+  REQUIRE(bounded(20s, "the faulting queue's wait", [&] { return m.fault(a, test_kernels()); }).get_failure() ==
+          aq::errc::device_fault);
+  // The emulator records the faulting queue's own report before it sets the memory event: poll.
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  std::optional<aq::failure> f;
+  while (!(f = idle.fault()) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  REQUIRE(f.has_value());
+  CHECK(f->code() == aq::errc::device_fault);
+  const std::string page = "page 0x8000", id = "gpu_id " + std::to_string(gpu.gpu_id());
+  CHECK_MESSAGE((std::string(f->detail()).find(page) != std::string::npos &&
+                 std::string(f->detail()).find(id) != std::string::npos),
+                f->detail());
+  CHECK_FALSE(idle.own_fault().has_value());
+  CHECK(idle_pm4.fault().has_value());
+  CHECK_FALSE(elsewhere.fault().has_value());  // another GPU: untouched
+}
+
+// The same packet misaligned is the packet as written: a queue error, and only its queue stops.
+TEST_CASE("an AQL packet with a misaligned completion signal is a queue error: the GPU's other queues go on") {
+  faulted_gpu m(true);
+  const auto& gpu = m.sys.agents()[0];
+  auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
+  gate[0] = 0;
+  auto sibling = gpu.make_queue(rt::sdma, {.drain_timeout = 100ms});
+  REQUIRE(sibling.try_wait_memory(gate.va(), 1).has_value());
+  auto a = gpu.make_queue(rt::aql, {.wait = aq::sync::wait_policy::spin(), .drain_timeout = 100ms});
+  auto sig = gpu.alloc<std::uint64_t>(32, rt::memory_kind::host);  // mapped; +8 is off the 64-byte boundary
+  auto r = a.aql().try_reserve(1);
+  REQUIRE(r.has_value());
+  r->write(0, aq::ring::make_packet(aq::ring::barrier_and{.completion_signal = sig.va().value + 8}));
+  r->publish();
+  auto own = bounded(20s, "the faulting queue's wait", [&] { return a.try_finish(10s); });
+  CHECK(own.get_failure() == aq::errc::queue_error);
+  std::atomic_ref<std::uint32_t>(gate[0]).store(1, std::memory_order_release);
+  CHECK(bounded(20s, "the other queue of the GPU", [&] { return sibling.try_finish(10s); }).has_value());
+}
+
 TEST_CASE("without the memory event's report, a wait on another queue of a faulted GPU only times out (control)") {
   faulted_gpu m(false);
   const auto& gpu = m.sys.agents()[0];

@@ -448,13 +448,18 @@ class aql_processor : public queue_wakeup {
     return std::atomic_ref<std::int64_t>(host<abi::amd_signal>(va)->value).load(std::memory_order_acquire);
   }
 
+  // false: the packet's signal at `va` stopped the queue (detail::aql_signal_fault).
+  bool signal_usable(const abi::aql_slot& snap, std::uint64_t va, const char* which) {
+    const engine_fault f = detail::aql_signal_fault(tlb_, va);
+    if (f == engine_fault::none) return true;
+    fail(f, launch_, snap, va, which);
+    return false;
+  }
+
   // 1 satisfied, 0 not yet, -1 faulted.
   int barrier_satisfied(const abi::aql_slot& snap, const abi::decoded_header& h) {
     const std::uint64_t completion = [&] { std::uint64_t v; std::memcpy(&v, snap.bytes + 56, 8); return v; }();
-    if (completion != 0 && !detail::aql_signal_ok(tlb_, completion)) {
-      fail(engine_fault::signal_not_mapped, launch_, snap, completion, "completion signal");
-      return -1;
-    }
+    if (completion != 0 && !signal_usable(snap, completion, "completion signal")) return -1;
     if (h.type == static_cast<std::uint8_t>(abi::packet_type::vendor_specific)) {
       abi::amd_barrier_value_packet p;
       std::memcpy(&p, snap.bytes, sizeof p);
@@ -467,10 +472,7 @@ class aql_processor : public queue_wakeup {
         return -1;
       }
       if (p.signal == 0) return 1;  // a null signal is satisfied (hsa_ext_amd.h)
-      if (!detail::aql_signal_ok(tlb_, p.signal)) {
-        fail(engine_fault::signal_not_mapped, launch_, snap, p.signal, "barrier-value signal");
-        return -1;
-      }
+      if (!signal_usable(snap, p.signal, "barrier-value signal")) return -1;
       return abi::condition_holds(static_cast<abi::signal_condition>(p.cond), signal_value(p.signal) & p.mask, p.value)
                  ? 1 : 0;
     }
@@ -480,10 +482,7 @@ class aql_processor : public queue_wakeup {
     bool any_dep = false, any_zero = false, all_zero = true;
     for (std::uint64_t s : p.dep_signal) {
       if (s == 0) continue;
-      if (!detail::aql_signal_ok(tlb_, s)) {
-        fail(engine_fault::signal_not_mapped, launch_, snap, s, "dependency signal");
-        return -1;
-      }
+      if (!signal_usable(snap, s, "dependency signal")) return -1;
       any_dep = true;
       const bool z = signal_value(s) == 0;
       any_zero = any_zero || z;

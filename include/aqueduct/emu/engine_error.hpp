@@ -44,22 +44,24 @@ enum class engine_fault : std::uint8_t {
   reserved_bits,               // a reserved header or payload bit, or a field with a reserved value
   bad_count,                   // PM4 COUNT that does not fit the packet; SDMA byte count out of range
   bad_register,                // PM4 SET_SH_REG outside the SH window
-  misaligned_address,          // SDMA FENCE/POLL dword, TIMESTAMP/ATOMIC qword alignment
+  misaligned_address,          // SDMA FENCE/POLL dword, TIMESTAMP/ATOMIC qword; AQL kernel object, signal
   bad_dimensions,              // AQL setup.dimensions 0 or reserved bits, zero grid, unused dims != 1
   bad_workgroup_size,          // AQL zero or more than 1024 work-items
   bad_dispatch,                // PM4 register state that cannot be dispatched (no program, 0 threads ...)
-  kernel_object_not_mapped,    // AQL kernel_object 0, misaligned or not mapped
-  bad_kernel_descriptor,       // entry misaligned/unmapped, no emulated code, inconsistent SGPR counts
+  bad_kernel_descriptor,       // entry misaligned, no emulated code, inconsistent SGPR counts
   unknown_host_kernel,         // code names a kernel the registry does not know
-  kernarg_not_mapped,
-  signal_not_mapped,           // AQL completion or dependency signal not mapped / misaligned
   lds_too_large,
   no_eop_buffer,               // PM4 RELEASE_MEM on a queue created without an EOP buffer
   body_modified_after_header,  // AQL adversarial mode: the body changed after the header was valid
   sequence_check_failed,       // AQL: the options' sequence check rejected the packet
-  // ---- memory (errc::device_fault)
-  not_mapped,                  // an address a PM4 packet names is not mapped in the GPU VM
+  // ---- memory (errc::device_fault): GPU page faults. The CP's own reads and writes go through
+  // the GPU's VM as a kernel's do (the CP is a UTCL2 client: "CPF", "CPC", "CPG" in Linux's
+  // gmc_v9_0.c gfxhub_client_ids), so an AQL packet naming unmapped memory faults the GPU too.
+  not_mapped,                  // an address a PM4 packet names, or an AQL kernel's code entry, is not mapped
   memory_violation,            // a kernel or an SDMA access touched unmapped memory
+  kernel_object_not_mapped,    // AQL kernel_object 0 or not mapped (the CP reads the descriptor)
+  kernarg_not_mapped,          // AQL kernarg segment (or its preloaded part) 0 or not mapped
+  signal_not_mapped,           // AQL completion, barrier-value or dependency signal not mapped
   // ---- the code that ran (errc::queue_error)
   host_kernel_exception,       // a host kernel threw
   shader_exception,            // machine code: s_trap, illegal/unsupported instruction, budget
@@ -112,7 +114,9 @@ enum class engine_fault : std::uint8_t {
 }
 // Faults that are GPU page faults: an access to memory the queue's GPU has not mapped.
 [[nodiscard]] constexpr bool is_memory_fault(engine_fault f) noexcept {
-  return f == engine_fault::not_mapped || f == engine_fault::memory_violation;
+  return f == engine_fault::not_mapped || f == engine_fault::memory_violation ||
+         f == engine_fault::kernel_object_not_mapped || f == engine_fault::kernarg_not_mapped ||
+         f == engine_fault::signal_not_mapped;
 }
 // The code a host sees for a queue stopped by `f`.
 [[nodiscard]] constexpr errc errc_of(engine_fault f) noexcept {

@@ -598,7 +598,9 @@ inline result<replay_ticket> exec_graph::launch_impl(bool host_nodes_ok, sync::n
 
 // The node a stopped queue was running, named, and what it leaves unrun. A queue the device
 // itself names as stopped is looked for first (pass 0): after a GPU memory fault the KFD reports
-// every queue of the GPU stopped, and the one that faulted is the one to name.
+// every queue of the GPU stopped, and the one that faulted is the one to name. It is a replay
+// wait's stop check: what the process knows already (known_fault: no system call; the wait looks
+// at the memory event itself).
 inline std::optional<failure> exec_graph::fault(std::uint32_t slot) const {
   const detail::exec_state& s = *s_;
   for (int pass = 0; pass < 2; ++pass) {
@@ -610,7 +612,7 @@ inline std::optional<failure> exec_graph::fault(std::uint32_t slot) const {
       switch (sg.q.type) {
         case queue_type::aql: {
           auto& q = *static_cast<runtime::queue*>(sg.q.queue);
-          const auto f = pass == 0 ? q.own_fault() : q.fault();
+          const auto f = pass == 0 ? q.own_fault() : q.known_fault();
           if (!f) continue;
           // The read index counts LAUNCHED packets (runtime/detail/aql_slots.hpp). The emulated
           // processor names the packet it stopped at; else the last launched one (a packet with the
@@ -627,7 +629,7 @@ inline std::optional<failure> exec_graph::fault(std::uint32_t slot) const {
         }
         case queue_type::pm4: {
           auto& q = *static_cast<runtime::pm4_queue*>(sg.q.queue);
-          if (!(pass == 0 ? q.own_fault() : q.fault())) continue;
+          if (!(pass == 0 ? q.own_fault() : q.known_fault())) continue;
           if (sg.indirect()) {
             node = detail::cursor_node(sg, slot, s.flat_of_tag);
           } else {
@@ -639,7 +641,7 @@ inline std::optional<failure> exec_graph::fault(std::uint32_t slot) const {
         }
         case queue_type::sdma: {
           auto& q = *static_cast<runtime::sdma_queue*>(sg.q.queue);
-          if (!(pass == 0 ? q.own_fault() : q.fault())) continue;
+          if (!(pass == 0 ? q.own_fault() : q.known_fault())) continue;
           if (sg.indirect()) {
             node = detail::cursor_node(sg, slot, s.flat_of_tag);
           } else {  // bytes -> dwords; NOP padding at the ring's end (if any) makes this approximate

@@ -187,13 +187,8 @@ struct pm4_queue_state {
   queue_scratch scratch;                 // private segment memory, grown on demand
   held_memory held;                      // owners' memory kept until done or DESTROY_QUEUE (hold_until_done)
 
-  // Why the device stopped the queue, or none: the in-process device's own report (the packet
-  // named), else a GPU memory fault the KFD reported, which stopped every queue of this GPU
-  // (detail/device_faults.hpp).
-  [[nodiscard]] std::optional<failure> stopped() const {
-    if (port && port->faulted()) return port->fault();
-    return agent->sys->device_stop(*agent->node);
-  }
+  // Why the device stopped the queue, or none (detail::queue_stop).
+  [[nodiscard]] std::optional<failure> stopped() const { return queue_stop(port, *agent); }
 };
 
 // A waiter about to block: one RELEASE_MEM interrupt to the queue's event after everything
@@ -351,16 +346,6 @@ class pm4_queue : public detail::queue_waits<pm4_queue, pm4_t> {
   [[nodiscard]] const std::string& target_name() const noexcept { return s_->target_name; }
   [[nodiscard]] bool sets_pm4_priv() const noexcept { return s_->q->sets_pm4_priv(); }
   [[nodiscard]] bool emulated() const noexcept { return s_->port != nullptr; }
-  // Why the device stopped this queue, or none: the in-process device's report, else a GPU memory
-  // fault the KFD reported for this queue's GPU (errc::device_fault with the GPU and the page).
-  [[nodiscard]] std::optional<failure> fault() const {
-    return s_->stopped();
-  }
-  // The in-process device's own report of why it stopped this queue (it names the packet), or
-  // none: what tells the queue that faulted from the others a GPU memory fault stopped too.
-  [[nodiscard]] std::optional<failure> own_fault() const {
-    return s_->port && s_->port->faulted() ? s_->port->fault() : std::nullopt;
-  }
   [[nodiscard]] const kfd::queue_resources<detail::file_type>& resources() const noexcept { return s_->res; }
   [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
 

@@ -141,13 +141,8 @@ struct queue_state {
     auto& st = *static_cast<queue_state*>(self);
     st.slots.refresh(sync::atomic_load(st.desc->read_dispatch_id, std::memory_order_acquire));
   }
-  // Why the device stopped the queue, or none: the in-process device's own report (the packet
-  // named), else a GPU memory fault the KFD reported, which stopped every queue of this GPU
-  // (detail/device_faults.hpp).
-  [[nodiscard]] std::optional<failure> stopped() const {
-    if (port && port->faulted()) return port->fault();
-    return agent->sys->device_stop(*agent->node);
-  }
+  // Why the device stopped the queue, or none (detail::queue_stop).
+  [[nodiscard]] std::optional<failure> stopped() const { return queue_stop(port, *agent); }
 };
 
 // A waiter about to block: one barrier-AND (barrier bit: it completes after every earlier
@@ -384,16 +379,6 @@ class queue : public detail::queue_waits<queue, aql_t> {
   [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
   // The AQL producer itself (raw packets: reserve/write/publish).
   [[nodiscard]] aql_type& aql() noexcept { return *s_->aql; }
-  // Why the device stopped this queue, or none: the in-process device's report, else a GPU memory
-  // fault the KFD reported for this queue's GPU (errc::device_fault with the GPU and the page).
-  [[nodiscard]] std::optional<failure> fault() const {
-    return s_->stopped();
-  }
-  // The in-process device's own report of why it stopped this queue (it names the packet), or
-  // none: what tells the queue that faulted from the others a GPU memory fault stopped too.
-  [[nodiscard]] std::optional<failure> own_fault() const {
-    return s_->port && s_->port->faulted() ? s_->port->fault() : std::nullopt;
-  }
   // The completion signal packet `index` carries when the runtime wrote it.
   [[nodiscard]] std::uint64_t slot_signal_handle(std::uint64_t index) const noexcept { return s_->slots.handle(index); }
   // The signal whose completion raises the queue's event (interrupt), for waiters about to block.

@@ -201,13 +201,8 @@ struct sdma_queue_state {
   std::mutex mu;
   held_memory held;  // owners' memory kept until done or DESTROY_QUEUE (hold_until_done)
 
-  // Why the device stopped the queue, or none: the in-process device's own report (the packet
-  // named), else a GPU memory fault the KFD reported, which stopped every queue of this GPU
-  // (detail/device_faults.hpp).
-  [[nodiscard]] std::optional<failure> stopped() const {
-    if (port && port->faulted()) return port->fault();
-    return agent->sys->device_stop(*agent->node);
-  }
+  // Why the device stopped the queue, or none (detail::queue_stop).
+  [[nodiscard]] std::optional<failure> stopped() const { return queue_stop(port, *agent); }
 };
 
 // A waiter about to block: FENCE(mailbox) + TRAP after everything submitted so far. false: the
@@ -364,16 +359,6 @@ class sdma_queue : public detail::queue_waits<sdma_queue, sdma_t> {
   [[nodiscard]] std::uint32_t gpu_id() const noexcept { return s_->res.gpu_id(); }
   [[nodiscard]] bool emulated() const noexcept { return s_->port != nullptr; }
   [[nodiscard]] explicit operator bool() const noexcept { return s_ != nullptr; }
-  // Why the device stopped this queue, or none: the in-process device's report, else a GPU memory
-  // fault the KFD reported for this queue's GPU (errc::device_fault with the GPU and the page).
-  [[nodiscard]] std::optional<failure> fault() const {
-    return s_->stopped();
-  }
-  // The in-process device's own report of why it stopped this queue (it names the packet), or
-  // none: what tells the queue that faulted from the others a GPU memory fault stopped too.
-  [[nodiscard]] std::optional<failure> own_fault() const {
-    return s_->port && s_->port->faulted() ? s_->port->fault() : std::nullopt;
-  }
   void describe(std::string& out) const {
     describe_queue(out);
     if (auto f = fault()) out += "; engine: " + std::string(f->detail());
@@ -382,7 +367,7 @@ class sdma_queue : public detail::queue_waits<sdma_queue, sdma_t> {
   // Drain (bounded), stop an emulated engine, DESTROY_QUEUE, free everything.
   void destroy() noexcept {
     if (!s_) return;
-    if (!fault()) (void)try_finish(s_->opt.drain_timeout);
+    if (!s_->stopped()) (void)try_finish(s_->opt.drain_timeout);
     s_->port = nullptr;  // the engine stops inside DESTROY_QUEUE
     s_->q.reset();
     s_->res.reset();  // DESTROY_QUEUE
@@ -406,7 +391,7 @@ class sdma_queue : public detail::queue_waits<sdma_queue, sdma_t> {
   result<sdma_ticket> submit(sync::nanoseconds timeout, F&& body) {
     if (!s_) return empty_queue();
     std::lock_guard lock(s_->mu);
-    if (auto f = fault()) return *f;
+    if (auto f = s_->stopped()) return *f;  // no system call: a submission's check
     const std::uint64_t seq = s_->submitted.load(std::memory_order_relaxed) + 1;
     detail::sdma_ring& q = *s_->q;
     AQUEDUCT_TRY_VOID(body(q));

@@ -99,9 +99,13 @@ struct aql_dispatch {
   std::uint64_t shape_epoch = 0;
 };
 
-// A completion or dependency signal the CP may touch.
-[[nodiscard]] inline bool aql_signal_ok(const vm_access& vm, std::uint64_t va) noexcept {
-  return va % abi::amd_signal_align == 0 && vm.is_mapped(va, sizeof(abi::amd_signal));
+// A completion or dependency signal the CP may touch: none, or why not. A signal the GPU's VM
+// does not map is a GPU page fault (signal_not_mapped: the CP is a UTCL2 client, "CPC"/"CPF" in
+// Linux's gmc_v9_0.c gfxhub_client_ids); one not on its 64-byte boundary (amd_hsa_signal.h
+// AMD_SIGNAL_ALIGN_BYTES) is this emulator's own check of the packet, a queue error.
+[[nodiscard]] inline engine_fault aql_signal_fault(const vm_access& vm, std::uint64_t va) noexcept {
+  if (va % abi::amd_signal_align != 0) return engine_fault::misaligned_address;
+  return vm.is_mapped(va, sizeof(abi::amd_signal)) ? engine_fault::none : engine_fault::signal_not_mapped;
 }
 
 // The processor's memo of the last kernel object it checked (one per processor thread). A CP
@@ -161,13 +165,17 @@ struct kernel_object_cache {
     plan.code_entry = 0;
     return {};
   }
-  if (p.kernel_object == 0 || p.kernel_object % 64 != 0 || !vm.is_mapped(p.kernel_object, sizeof(abi::kernel_descriptor)))
-    return refuse(engine_fault::kernel_object_not_mapped, "", p.kernel_object);
+  if (p.kernel_object % 64 != 0)
+    return refuse(engine_fault::misaligned_address, "kernel object not on a 64-byte boundary", p.kernel_object);
+  if (p.kernel_object == 0 || !vm.is_mapped(p.kernel_object, sizeof(abi::kernel_descriptor)))
+    return refuse(engine_fault::kernel_object_not_mapped, "", p.kernel_object);  // the CP's read of it faults
   std::memcpy(&plan.kd, vm.host_address(p.kernel_object), sizeof plan.kd);
   const auto& kd = plan.kd;
   const std::uint64_t entry = p.kernel_object + static_cast<std::uint64_t>(kd.kernel_code_entry_byte_offset);
-  if (entry % abi::kernel_code_entry_align != 0 || !vm.is_mapped(entry, sizeof(emulated_code_blob)))
-    return refuse(engine_fault::bad_kernel_descriptor, "kernel code entry misaligned or not mapped", entry);
+  if (entry % abi::kernel_code_entry_align != 0)
+    return refuse(engine_fault::bad_kernel_descriptor, "kernel code entry misaligned", entry);
+  if (!vm.is_mapped(entry, sizeof(emulated_code_blob)))
+    return refuse(engine_fault::not_mapped, "kernel code entry", entry);  // the instruction fetch faults
   emulated_code_blob blob;
   std::memcpy(&blob, vm.host_address(entry), sizeof blob);
   const std::string_view name = emulated_code_name(blob);
@@ -227,8 +235,9 @@ struct kernel_object_cache {
   if (kcp::enable_sgpr_kernarg_segment_ptr::get(kd.kernel_code_properties) && kd.kernarg_size != 0 &&
       (p.kernarg_address == 0 || !vm.is_mapped(p.kernarg_address, kd.kernarg_size)))
     return refuse(engine_fault::kernarg_not_mapped, "", p.kernarg_address);
-  if (p.completion_signal != 0 && !aql_signal_ok(vm, p.completion_signal))
-    return refuse(engine_fault::signal_not_mapped, "completion signal", p.completion_signal);
+  if (p.completion_signal != 0)
+    if (const engine_fault f = aql_signal_fault(vm, p.completion_signal); f != engine_fault::none)
+      return refuse(f, "completion signal", p.completion_signal);
   plan.pkt.kernarg_address = p.kernarg_address;
   plan.pkt.completion_signal = p.completion_signal;
   plan.pkt.header = p.header;

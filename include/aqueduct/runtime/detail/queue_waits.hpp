@@ -1,6 +1,6 @@
 // aqueduct/runtime/detail/queue_waits.hpp — the waits of every runtime queue (AQL, PM4, SDMA),
 // written once over the queue's ticket kind: try_wait / wait on a ticket, try_finish / finish,
-// completed / submitted.
+// completed / submitted, and why the device stopped the queue (fault / known_fault / own_fault).
 //
 // Layer: runtime (detail, not API). A queue `Q` derives from `queue_waits<Q, Kind>` and befriends
 // it. The mixin reads from Q:
@@ -112,6 +112,27 @@ class queue_waits {
   [[nodiscard]] std::uint64_t submitted() const noexcept {
     if constexpr (sequenced) return self().s_->submitted.load(std::memory_order_acquire);
     else return self().issued();
+  }
+
+  // Why the device stopped this queue, or none: the in-process device's report, else a GPU memory
+  // fault of this queue's GPU (errc::device_fault with the GPU and the page). When none is known
+  // yet it looks at the KFD memory event once without blocking (a system call), so it knows a
+  // fault no wait has seen. An empty queue: none.
+  [[nodiscard]] std::optional<failure> fault() const {
+    const Q& q = self();
+    return q.s_ ? queue_stop(q.s_->port, *q.s_->agent, true) : std::nullopt;
+  }
+  // The same as far as this process knows already, without the look (no system call: for a loop
+  // that asks again and again, such as a graph's replay wait; a wait looks at the event itself).
+  [[nodiscard]] std::optional<failure> known_fault() const {
+    const Q& q = self();
+    return q.s_ ? queue_stop(q.s_->port, *q.s_->agent) : std::nullopt;
+  }
+  // The in-process device's own report of why it stopped this queue (it names the packet), or
+  // none: what tells the queue that faulted from the others a GPU memory fault stopped too.
+  [[nodiscard]] std::optional<failure> own_fault() const {
+    const Q& q = self();
+    return q.s_ && q.s_->port && q.s_->port->faulted() ? q.s_->port->fault() : std::nullopt;
   }
 
  protected:

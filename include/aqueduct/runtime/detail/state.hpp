@@ -12,6 +12,7 @@
 #include <aqueduct/abi/amd_signal.hpp>
 #include <aqueduct/abi/kfd_ioctl.hpp>
 #include <aqueduct/arch/family.hpp>
+#include <aqueduct/core/queue_port.hpp>
 #include <aqueduct/core/result.hpp>
 #include <aqueduct/kfd/driver.hpp>
 #include <aqueduct/kfd/events.hpp>
@@ -77,7 +78,11 @@ struct kfd_waiter {
   // memory event alone that does not block, when one is due (at most one per millisecond for the
   // system); records what it reports. A system call: never on a wait's fast path.
   void poll_faults() noexcept {
-    if (!faults || !faults->poll_due()) return;
+    if (faults && faults->poll_due()) look_at_faults();
+  }
+  // The same look, now (a queue's fault(): asked by a person or a graph's error report, not a loop).
+  void look_at_faults() noexcept {
+    if (!faults || faults->event_id() == 0) return;
     abi::kfd::event_data ev{};
     ev.event_id = faults->event_id();
     abi::kfd::wait_events_args w{};
@@ -145,6 +150,13 @@ struct system_state : std::enable_shared_from_this<system_state> {
   // load while there is none (it is asked on submissions too). Waits learn of a fault from the
   // memory event (kfd_waiter).
   [[nodiscard]] std::optional<failure> device_stop(const kfd::node& gpu) const { return faults.of(gpu.gpu_id); }
+  // The same, after a look at the memory event that does not block when none is known yet (one
+  // WAIT_EVENTS): a fault no wait has seen, e.g. on a queue nobody waits on.
+  [[nodiscard]] std::optional<failure> device_stop_now(const kfd::node& gpu) {
+    if (auto f = faults.of(gpu.gpu_id)) return f;
+    waiter().look_at_faults();
+    return faults.of(gpu.gpu_id);
+  }
 
   // A signal event on the process event page, for engines of `gpu`. The one page is allocated
   // on the first call (on that call's GPU); every call maps it to its `gpu` too (once per GPU,
@@ -161,6 +173,16 @@ struct system_state : std::enable_shared_from_this<system_state> {
     return kfd::event<file_type>::try_create_signal(ref(), *event_page, true);
   }
 };
+
+// Why the device stopped a queue of agent `a` whose port (null on /dev/kfd) is `port`, or none:
+// the in-process device's own report (it names the packet), else a GPU memory fault the KFD
+// reported, which stopped every queue of this GPU (detail/device_faults.hpp). `now`: look at the
+// memory event first when no fault is known (system_state::device_stop_now).
+[[nodiscard]] inline std::optional<failure> queue_stop(const aqueduct::queue_port* port, const agent_state& a,
+                                                       bool now = false) {
+  if (port && port->faulted()) return port->fault();
+  return now ? a.sys->device_stop_now(*a.node) : a.sys->device_stop(*a.node);
+}
 
 // What keeps the system state of `a` alive (held by every object made from it).
 using keep_alive = std::shared_ptr<const void>;
