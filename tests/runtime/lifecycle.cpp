@@ -235,6 +235,18 @@ struct faulted_gpu {
     return a.try_finish(10s);
   }
 };
+// An SDMA queue of `gpu` held at a memory wait on a gate of its own until open(): an innocent
+// queue of that GPU with work outstanding.
+struct held_sdma {
+  rt::buffer<std::uint32_t> gate;
+  rt::sdma_queue q;
+  explicit held_sdma(const rt::agent& gpu)
+      : gate(gpu.alloc<std::uint32_t>(1, rt::memory_kind::host)), q(gpu.make_queue(rt::sdma, {.drain_timeout = 100ms})) {
+    gate[0] = 0;
+    REQUIRE(q.try_wait_memory(gate.va(), 1).has_value());
+  }
+  void open() { std::atomic_ref<std::uint32_t>(gate[0]).store(1, std::memory_order_release); }
+};
 bool mentions(const aq::result<void>& r, const std::string& what) {
   return !r && std::string(r.detail()).find(what) != std::string::npos;
 }
@@ -344,10 +356,7 @@ TEST_CASE("an AQL packet naming unmapped memory is a GPU page fault: every queue
   auto exe = aq::emu::load(gpu, test_kernels());
   const auto vadd = exe.get_untyped_kernel("vadd");
   auto kernargs = gpu.alloc<std::uint64_t>(64, rt::memory_kind::host);
-  auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
-  gate[0] = 0;
-  auto sibling = gpu.make_queue(rt::sdma, {.drain_timeout = 100ms});
-  REQUIRE(sibling.try_wait_memory(gate.va(), 1).has_value());
+  held_sdma sibling(gpu);
   auto a = gpu.make_queue(rt::aql, {.wait = aq::sync::wait_policy::spin(), .drain_timeout = 100ms});
   aq::ring::kernel_dispatch d{.kernel_object = vadd.object, .kernarg_address = kernargs.va(), .grid = {64}, .workgroup = {64}, .segments = {}};
   auto submit_raw = [&](const auto& packet) {
@@ -382,13 +391,13 @@ TEST_CASE("an AQL packet naming unmapped memory is a GPU page fault: every queue
   CHECK_MESSAGE(mentions(own, address), own.detail());
   CHECK(a.own_fault().has_value());
   const std::string page = "page 0x8000", id = "gpu_id " + std::to_string(gpu.gpu_id());
-  auto b = bounded(20s, "a wait on another queue of the GPU", [&] { return sibling.try_finish(10s); });
+  auto b = bounded(20s, "a wait on another queue of the GPU", [&] { return sibling.q.try_finish(10s); });
   CHECK(b.get_failure() == aq::errc::device_fault);
   CHECK_MESSAGE((mentions(b, page) && mentions(b, id)), b.detail());
-  CHECK_FALSE(sibling.own_fault().has_value());  // evicted by the KFD, not stopped by its engine
-  std::atomic_ref<std::uint32_t>(gate[0]).store(1, std::memory_order_release);
+  CHECK_FALSE(sibling.q.own_fault().has_value());  // evicted by the KFD, not stopped by its engine
+  sibling.open();
   std::this_thread::sleep_for(50ms);
-  CHECK(sibling.completed() == 0);
+  CHECK(sibling.q.completed() == 0);
 }
 
 // fault() of a queue nobody waits on: it looks at the memory event itself, so it knows the GPU's
@@ -424,10 +433,7 @@ TEST_CASE("fault() of an idle queue of a faulted GPU reports the GPU's fault tho
 TEST_CASE("an AQL packet with a misaligned completion signal is a queue error: the GPU's other queues go on") {
   faulted_gpu m(true);
   const auto& gpu = m.sys.agents()[0];
-  auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
-  gate[0] = 0;
-  auto sibling = gpu.make_queue(rt::sdma, {.drain_timeout = 100ms});
-  REQUIRE(sibling.try_wait_memory(gate.va(), 1).has_value());
+  held_sdma sibling(gpu);
   auto a = gpu.make_queue(rt::aql, {.wait = aq::sync::wait_policy::spin(), .drain_timeout = 100ms});
   auto sig = gpu.alloc<std::uint64_t>(32, rt::memory_kind::host);  // mapped; +8 is off the 64-byte boundary
   auto r = a.aql().try_reserve(1);
@@ -436,22 +442,19 @@ TEST_CASE("an AQL packet with a misaligned completion signal is a queue error: t
   r->publish();
   auto own = bounded(20s, "the faulting queue's wait", [&] { return a.try_finish(10s); });
   CHECK(own.get_failure() == aq::errc::queue_error);
-  std::atomic_ref<std::uint32_t>(gate[0]).store(1, std::memory_order_release);
-  CHECK(bounded(20s, "the other queue of the GPU", [&] { return sibling.try_finish(10s); }).has_value());
+  sibling.open();
+  CHECK(bounded(20s, "the other queue of the GPU", [&] { return sibling.q.try_finish(10s); }).has_value());
 }
 
 TEST_CASE("without the memory event's report, a wait on another queue of a faulted GPU only times out (control)") {
   faulted_gpu m(false);
   const auto& gpu = m.sys.agents()[0];
-  auto gate = gpu.alloc<std::uint32_t>(1, rt::memory_kind::host);
-  gate[0] = 0;
-  auto blocking = gpu.make_queue(rt::sdma, {.drain_timeout = 100ms});
-  REQUIRE(blocking.try_wait_memory(gate.va(), 1).has_value());
+  held_sdma blocking(gpu);
   auto a = gpu.make_queue(rt::aql, {.drain_timeout = 100ms});
   REQUIRE(bounded(20s, "the faulting queue's wait", [&] { return m.fault(a, test_kernels()); }).get_failure() ==
           aq::errc::device_fault);
-  CHECK(blocking.try_finish(300ms).get_failure() == aq::errc::timeout);
-  CHECK_FALSE(blocking.fault().has_value());
+  CHECK(blocking.q.try_finish(300ms).get_failure() == aq::errc::timeout);
+  CHECK_FALSE(blocking.q.fault().has_value());
 }
 
 TEST_CASE("a kernel that never ends: destroying its queue is bounded (bug 4)") {

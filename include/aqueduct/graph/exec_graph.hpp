@@ -60,10 +60,24 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace aqueduct::graph {
 
+namespace detail {
+// f(q) with the runtime queue `b` is bound to, typed (runtime::queue&, pm4_queue& or
+// sdma_queue&); nothing for a host binding. For what every queue kind answers alike.
+template <class F>
+void with_queue(const queue_binding& b, F&& f) {
+  switch (b.type) {
+    case queue_type::aql: f(*static_cast<runtime::queue*>(b.queue)); break;
+    case queue_type::pm4: f(*static_cast<runtime::pm4_queue*>(b.queue)); break;
+    case queue_type::sdma: f(*static_cast<runtime::sdma_queue*>(b.queue)); break;
+    case queue_type::none: break;
+  }
+}
+}  // namespace detail
 
 class exec_graph {
  public:
@@ -609,50 +623,38 @@ inline std::optional<failure> exec_graph::fault(std::uint32_t slot) const {
       std::string queue_text;
       std::uint32_t node = detail::no_index;
       const detail::segment_commands& c = sg.slots[slot];
-      switch (sg.q.type) {
-        case queue_type::aql: {
-          auto& q = *static_cast<runtime::queue*>(sg.q.queue);
-          const auto f = pass == 0 ? q.own_fault() : q.known_fault();
-          if (!f) continue;
+      bool stopped_here = false;
+      detail::with_queue(sg.q, [&](auto& q) {
+        const auto f = pass == 0 ? q.own_fault() : q.known_fault();
+        if (!f) return;
+        stopped_here = true;
+        q.describe(queue_text);
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(q)>, runtime::queue>) {
           // The read index counts LAUNCHED packets (runtime/detail/aql_slots.hpp). The emulated
-          // processor names the packet it stopped at; else the last launched one (a packet with the
-          // barrier bit, as the graph's same-queue edges, is not launched before the one before it
-          // completed).
+          // processor names the packet it stopped at; else the last launched one (a packet with
+          // the barrier bit, as the graph's same-queue edges, is not launched before the one
+          // before it completed).
           std::uint64_t stopped = q.read_index() - 1;
           const std::string_view fd = f->detail();
           if (const auto k = fd.find("stopped at packet "); k != std::string_view::npos)
             stopped = std::strtoull(fd.data() + k + 18, nullptr, 10);
           const std::uint64_t at = stopped - sg.submitted_at[slot];
           if (at < c.aql_node.size()) node = c.aql_node[at];
-          q.describe(queue_text);
-          break;
+        } else if (sg.indirect()) {
+          node = detail::cursor_node(sg, slot, s.flat_of_tag);
+        } else {
+          // The engine's position in dwords (SDMA counts bytes; NOP padding at the ring's end, if
+          // any, makes its answer approximate).
+          std::uint64_t position;
+          if constexpr (std::is_same_v<std::remove_cvref_t<decltype(q)>, runtime::pm4_queue>)
+            position = q.read_pointer() - sg.submitted_at[slot];
+          else
+            position = (q.read_offset() - sg.submitted_at[slot]) / 4;
+          const std::size_t pk = c.cmds.packet_at(position);
+          if (pk < c.cmd_node.size()) node = c.cmd_node[pk];
         }
-        case queue_type::pm4: {
-          auto& q = *static_cast<runtime::pm4_queue*>(sg.q.queue);
-          if (!(pass == 0 ? q.own_fault() : q.known_fault())) continue;
-          if (sg.indirect()) {
-            node = detail::cursor_node(sg, slot, s.flat_of_tag);
-          } else {
-            const std::size_t pk = c.cmds.packet_at(q.read_pointer() - sg.submitted_at[slot]);
-            if (pk < c.cmd_node.size()) node = c.cmd_node[pk];
-          }
-          q.describe(queue_text);
-          break;
-        }
-        case queue_type::sdma: {
-          auto& q = *static_cast<runtime::sdma_queue*>(sg.q.queue);
-          if (!(pass == 0 ? q.own_fault() : q.known_fault())) continue;
-          if (sg.indirect()) {
-            node = detail::cursor_node(sg, slot, s.flat_of_tag);
-          } else {  // bytes -> dwords; NOP padding at the ring's end (if any) makes this approximate
-            const std::size_t pk = c.cmds.packet_at((q.read_offset() - sg.submitted_at[slot]) / 4);
-            if (pk < c.cmd_node.size()) node = c.cmd_node[pk];
-          }
-          q.describe(queue_text);
-          break;
-        }
-        case queue_type::none: continue;
-      }
+      });
+      if (!stopped_here) continue;
       std::string d = "graph replay failed in ";
       d += node != detail::no_index ? s.p.nodes[node].describe() : "the glue packets of " + detail::queue_name(sg.q);
       d += ": " + queue_text;
@@ -705,12 +707,7 @@ inline void exec_graph::drain() noexcept {
   if (!s_->failed && try_wait_all(std::chrono::seconds(5))) return;
   const std::shared_ptr<const detail::exec_state> held(std::move(s_));
   for (const detail::exec_segment& sg : held->segs) {
-    switch (sg.q.type) {
-      case queue_type::aql: static_cast<runtime::queue*>(sg.q.queue)->hold_until_done(held); break;
-      case queue_type::pm4: static_cast<runtime::pm4_queue*>(sg.q.queue)->hold_until_done(held); break;
-      case queue_type::sdma: static_cast<runtime::sdma_queue*>(sg.q.queue)->hold_until_done(held); break;
-      case queue_type::none: break;
-    }
+    detail::with_queue(sg.q, [&](auto& q) { q.hold_until_done(held); });
   }
 }
 
