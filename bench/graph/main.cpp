@@ -659,9 +659,14 @@ struct table_reporter : benchmark::ConsoleReporter {
       if (t.ratio >= 0 && f > 0) met &= v->second / f <= t.ratio;
       if (t.over >= 0 && f >= 0) met &= v->second - f <= t.over;
       char fs[32] = "-", rs[32] = "-";
-      if (f >= 0) std::snprintf(fs, sizeof fs, "%.1f", f);
+      // Two decimals below 10 ns, so that a value judged against a bound of a few ns never reads
+      // as the bound itself ("2.0 ... <= 2 ns: NOT met" was 2.03).
+      const char* const fmt = v->second < 10 ? "%.2f" : "%.1f";
+      char vs[32];
+      std::snprintf(vs, sizeof vs, fmt, v->second);
+      if (f >= 0) std::snprintf(fs, sizeof fs, f < 10 ? "%.2f" : "%.1f", f);
       if (f > 0) std::snprintf(rs, sizeof rs, "%.2f", v->second / f);
-      std::snprintf(line, sizeof line, "  %-26s %12.1f %12s %9s  %s: %s\n", t.name, v->second, fs, rs, t.bound, met ? "met" : "NOT met");
+      std::snprintf(line, sizeof line, "  %-26s %12s %12s %9s  %s: %s\n", t.name, vs, fs, rs, t.bound, met ? "met" : "NOT met");
       os << line;
     }
     os << std::flush;
