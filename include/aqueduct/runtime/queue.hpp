@@ -511,10 +511,24 @@ class queue : public detail::queue_waits<queue, aql_t> {
   // wait_policy::spin_for, then back off) until one may be, up to `deadline`; a queue the device
   // stopped is reported (its fault, the queue described) instead of waited on forever (issue 13
   // bug 3); past the deadline, errc::queue_full with the queue decoded.
+  // What a producer waiting for room for n waits for: an eighth of the ring free (or n, if more),
+  // not the first slot. Resumed at the first free slot, it would publish one packet and wait
+  // again, polling packet after packet the slot signal the device is about to decrement, and the
+  // signal's line would move between them on every packet (docs/benchmarks.md, session 28).
+  // After 1 ms, or sooner when less time is left, n is enough: a packet stuck at the ring's head
+  // with a few free slots behind it (it waits for something this producer submits next) must not
+  // hold the producer until its timeout, and a short timeout still gets the room there is.
+  [[nodiscard]] auto room_for(std::uint32_t n, sync::nanoseconds left) const {
+    const std::uint32_t batch = std::max(n, s_->aql->size() / 8);
+    const auto patient_until = sync::clock::now() + std::min<sync::nanoseconds>(left, std::chrono::milliseconds(1));
+    return [this, n, batch, patient_until] {
+      return has_room(batch) || (sync::clock::now() >= patient_until && has_room(n));
+    };
+  }
   AQUEDUCT_NOINLINE result<void> wait_slot(sync::clock::time_point deadline, sync::nanoseconds timeout) const {
     const auto now = sync::clock::now();
     const auto left = deadline > now ? deadline - now : sync::nanoseconds::zero();
-    auto room = wait_room([&] { return has_room(1); }, left, [](sync::nanoseconds) { return failure(errc::queue_full); });
+    auto room = wait_room(room_for(1, left), left, [](sync::nanoseconds) { return failure(errc::queue_full); });
     if (room) return ok();
     if (room.get_failure() != errc::queue_full) return std::move(room).get_failure();  // stopped
     return s_->aql->full_failure(1, timeout);
@@ -555,7 +569,7 @@ class queue : public detail::queue_waits<queue, aql_t> {
     for (;;) {
       const auto now = sync::clock::now();
       const auto left = deadline > now ? deadline - now : sync::nanoseconds::zero();
-      auto room = wait_room([&] { return has_room(n); }, left, [](sync::nanoseconds) { return failure(errc::queue_full); });
+      auto room = wait_room(room_for(n, left), left, [](sync::nanoseconds) { return failure(errc::queue_full); });
       if (!room && room.get_failure() != errc::queue_full) return std::move(room).get_failure();  // stopped
       auto r = s_->aql->try_reserve(n);  // queue_full (with the queue decoded) after the deadline
       if (r || r.get_failure() != errc::queue_full || !room) return r;
