@@ -507,10 +507,6 @@ class queue : public detail::queue_waits<queue, aql_t> {
       if (st.aql->try_submit_in_place(fill, index)) return ticket_for(index);
     }
   }
-  // No free slot by the completion bound: wait (the one wait loop: spin at most
-  // wait_policy::spin_for, then back off) until one may be, up to `deadline`; a queue the device
-  // stopped is reported (its fault, the queue described) instead of waited on forever (issue 13
-  // bug 3); past the deadline, errc::queue_full with the queue decoded.
   // What a producer waiting for room for n waits for: an eighth of the ring free (or n, if more),
   // not the first slot. Resumed at the first free slot, it would publish one packet and wait
   // again, polling packet after packet the slot signal the device is about to decrement, and the
@@ -525,6 +521,10 @@ class queue : public detail::queue_waits<queue, aql_t> {
       return has_room(batch) || (sync::clock::now() >= patient_until && has_room(n));
     };
   }
+  // No free slot by the completion bound: wait (the one wait loop: spin at most
+  // wait_policy::spin_for, then back off) until one may be, up to `deadline`; a queue the device
+  // stopped is reported (its fault, the queue described) instead of waited on forever (issue 13
+  // bug 3); past the deadline, errc::queue_full with the queue decoded.
   AQUEDUCT_NOINLINE result<void> wait_slot(sync::clock::time_point deadline, sync::nanoseconds timeout) const {
     const auto now = sync::clock::now();
     const auto left = deadline > now ? deadline - now : sync::nanoseconds::zero();
