@@ -80,7 +80,7 @@ struct kfd_waiter {
   void poll_faults() noexcept {
     if (faults && faults->poll_due()) look_at_faults();
   }
-  // The same look, now (a queue's fault(): asked by a person or a graph's error report, not a loop).
+  // The same look, now (a queue's fault(): asked by a person, not by a loop; a graph's replay wait uses known_fault()).
   void look_at_faults() noexcept {
     if (!faults || faults->event_id() == 0) return;
     abi::kfd::event_data ev{};
