@@ -40,7 +40,7 @@ class recorder;
 
 class strand final : public capture_strand {
  public:
-  strand(recorder& r, std::vector<std::uint32_t> frontier) : rec_(&r), frontier_(std::move(frontier)) {}
+  strand(recorder& r, node_list<std::uint32_t> frontier) : rec_(&r), frontier_(std::move(frontier)) {}
   capture_strand* fork(std::size_t branch) override;
   void join(std::span<capture_strand* const> branches) noexcept override {
     frontier_.clear();
@@ -51,18 +51,18 @@ class strand final : public capture_strand {
   std::uint32_t record(node&& n) override;
   appended append() override;
   void abandon() noexcept override;
-  [[nodiscard]] const std::vector<std::uint32_t>& frontier() const noexcept { return frontier_; }
+  [[nodiscard]] const node_list<std::uint32_t>& frontier() const noexcept { return frontier_; }
 
  private:
   recorder* rec_;
-  std::vector<std::uint32_t> frontier_;
+  node_list<std::uint32_t> frontier_;
 };
 
 class recorder {
  public:
-  recorder() { strands_.emplace_back(*this, std::vector<std::uint32_t>{}); }
+  recorder() { strands_.emplace_back(*this, node_list<std::uint32_t>{}); }
   [[nodiscard]] strand& root() noexcept { return strands_.front(); }
-  strand& make_strand(std::vector<std::uint32_t> frontier) { return strands_.emplace_back(*this, std::move(frontier)); }
+  strand& make_strand(node_list<std::uint32_t> frontier) { return strands_.emplace_back(*this, std::move(frontier)); }
   task_graph& graph() noexcept { return g_; }
 
  private:
@@ -73,7 +73,7 @@ class recorder {
 inline capture_strand* strand::fork(std::size_t) { return &rec_->make_strand(frontier_); }
 inline std::uint32_t strand::record(node&& n) {
   const appended a = append();
-  std::vector<std::uint32_t> deps = std::move(a.n.deps);
+  node_list<std::uint32_t> deps = std::move(a.n.deps);
   a.n = std::move(n);
   a.n.deps = std::move(deps);
   return a.id;
@@ -81,7 +81,7 @@ inline std::uint32_t strand::record(node&& n) {
 inline strand::appended strand::append() {
   task_graph& g = rec_->graph();
   const std::uint32_t id = static_cast<std::uint32_t>(g.size());
-  std::vector<std::uint32_t> next{id};  // what may throw first: nothing changed yet
+  node_list<std::uint32_t> next{id};  // what may throw first: nothing changed yet
   node& n = g.emplace();
   // The frontier's storage becomes the node's deps (no copy); the new frontier is the node.
   n.deps = std::move(frontier_);

@@ -369,9 +369,7 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
   for (detail::agent_memory& a : s.agents) {
     a.used = a.slot_bytes;
     a.slot_bytes = std::max<std::uint64_t>((a.slot_bytes + 255) / 256 * 256, 256);
-    AQUEDUCT_TRY(a.kernargs, kfd::buffer<detail::file_type>::try_allocate(a.agent->sys->ref(), *a.agent->node,
-                                                                          byte_count(a.slot_bytes * o.replay_slots),
-                                                                          kfd::memory_use::host));
+    AQUEDUCT_TRY(a.kernargs, runtime::detail::try_reusable_buffer(*a.agent, a.slot_bytes * o.replay_slots, kfd::memory_use::host));
   }
   // Graph memory: the pools, and their addresses in place of the placeholders capture handed out.
   if (!s.mem.allocs.empty()) {
@@ -390,15 +388,12 @@ inline result<exec_graph> exec_graph::try_instantiate(const task_graph& g, const
   s.signals_live = s.p.node_signals + static_cast<std::uint32_t>(s.p.segments.size());
   s.signals_per_slot = s.signals_live + std::max<std::uint32_t>(8, s.p.node_signals / 4);
   runtime::detail::agent_state& first = *s.agents.front().agent;
-  AQUEDUCT_TRY(s.signals, kfd::buffer<detail::file_type>::try_allocate(
-                              first.sys->ref(), *first.node,
-                              byte_count(std::uint64_t{s.signals_per_slot} * o.replay_slots * sizeof(abi::amd_signal)),
-                              kfd::memory_use::queue));
+  AQUEDUCT_TRY(s.signals, runtime::detail::try_reusable_buffer(
+                              first, std::uint64_t{s.signals_per_slot} * o.replay_slots * sizeof(abi::amd_signal), kfd::memory_use::queue));
   for (std::size_t i = 1; i < s.agents.size(); ++i) AQUEDUCT_TRY_VOID(s.signals.try_map_to(*s.agents[i].agent->node));
   if (o.trace) {
-    AQUEDUCT_TRY(s.stamps, kfd::buffer<detail::file_type>::try_allocate(first.sys->ref(), *first.node,
-                                                                        byte_count(std::max<std::uint64_t>(16 * n * o.replay_slots, 64)),
-                                                                        kfd::memory_use::host));
+    AQUEDUCT_TRY(s.stamps, runtime::detail::try_reusable_buffer(first, std::max<std::uint64_t>(16 * n * o.replay_slots, 64),
+                                                                kfd::memory_use::host));
     for (std::size_t i = 1; i < s.agents.size(); ++i) AQUEDUCT_TRY_VOID(s.stamps.try_map_to(*s.agents[i].agent->node));
     s.launch_start.assign(o.replay_slots, 0);
     s.launch_end.assign(o.replay_slots, 0);

@@ -292,8 +292,7 @@ inline result<std::uint32_t> exec_graph::try_kernarg_room(runtime::detail::agent
   for (std::uint32_t i = static_cast<std::uint32_t>(s.agents.size()); i-- > 0;)
     if (s.agents[i].agent == agent && s.agents[i].slot_bytes - s.agents[i].used >= bytes) return i;
   detail::agent_memory m{agent, {}, std::max<std::uint64_t>((block_bytes + 255) / 256 * 256, 256), 0};
-  AQUEDUCT_TRY(m.kernargs, kfd::buffer<detail::file_type>::try_allocate(agent->sys->ref(), *agent->node, byte_count(m.slot_bytes * s.slots()),
-                                                                        kfd::memory_use::host));
+  AQUEDUCT_TRY(m.kernargs, runtime::detail::try_reusable_buffer(*agent, m.slot_bytes * s.slots(), kfd::memory_use::host));
   s.agents.push_back(std::move(m));
   return static_cast<std::uint32_t>(s.agents.size() - 1);
 }

@@ -123,21 +123,26 @@ struct node_id {
   friend bool operator==(node_id, node_id) noexcept = default;
 };
 
+// A node's lists (its dependencies, argument bytes and pointer offsets): vectors whose blocks are
+// recycled per thread (graph/detail/block_cache.hpp), three per kernel node.
+template <class T>
+using node_list = std::vector<T, detail::recycling_allocator<T>>;
+
 struct node {
   node_kind kind = node_kind::kernel;
   queue_binding queue{};
   std::string label;
   std::source_location where{};
   std::string at;  // a loaded node (graph/save.hpp): where it was captured, "file.cpp:42" (`where` is empty)
-  std::vector<std::uint32_t> deps;  // indices of the nodes this one waits for
+  node_list<std::uint32_t> deps;  // indices of the nodes this one waits for
   bool enabled = true;
 
   // kernel
   runtime::untyped_kernel kernel{};
   runtime::grid grid{};
   runtime::block block{};
-  std::vector<std::byte> args;          // kernel.kernarg_size bytes: explicit arguments (hidden: at lowering)
-  std::vector<std::uint32_t> pointers;  // offsets of pointer arguments in args (for bindings)
+  node_list<std::byte> args;            // kernel.kernarg_size bytes: explicit arguments (hidden: at lowering)
+  node_list<std::uint32_t> pointers;    // offsets of pointer arguments in args (for bindings)
   gpu_va counts{};                      // indirect kernel (PM4): the {x, y, z} workgroup counts the GPU reads; grid unused
   // copy (dst <- src), fill (dst <- value32), timestamp (dst); a copy or fill on AQL or PM4 also
   // `kernel`: the agent's copy or fill kernel (its grid, block and arguments follow from these)

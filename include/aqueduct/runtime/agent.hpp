@@ -181,6 +181,14 @@ class agent {
     return s;
   }
 
+  // The memory destroyed executable graphs left on this GPU for the next instantiation here
+  // (kernargs, signals, trace stamps: at most 64 MiB, kept so that instantiating again reuses
+  // pages already touched instead of faulting fresh ones in; docs/graph.md): how many bytes are
+  // kept, and their release, for a program done instantiating graphs (as CUDA's
+  // cudaDeviceGraphMemTrim releases graph memory). The system's closing releases it too.
+  [[nodiscard]] std::uint64_t kept_graph_memory() const { return s_->kept.held_bytes(); }
+  std::uint64_t trim_graph_memory() const noexcept { return s_->kept.trim(); }
+
   [[nodiscard]] detail::agent_state& state() const noexcept { return *s_; }
 
  private:

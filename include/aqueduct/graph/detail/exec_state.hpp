@@ -150,6 +150,23 @@ struct exec_state {
   std::uint64_t launch_items = 0;
   std::optional<failure> failed;
 
+  exec_state() = default;
+  exec_state(const exec_state&) = delete;
+  exec_state& operator=(const exec_state&) = delete;
+  // Runs once no queue can still read this graph's memory (exec_graph::drain waited, or the
+  // queues held this state until they were done): the kernarg, signal and stamp memory goes back
+  // to its GPU for the next instantiation there (runtime/detail/buffer_cache.hpp). A graph whose
+  // replay failed frees it (its queues may have stopped with it in any state).
+  ~exec_state() {
+    if (failed) return;
+    for (agent_memory& a : agents)
+      if (a.agent) a.agent->kept.give(std::move(a.kernargs));
+    if (!agents.empty() && agents.front().agent) {
+      agents.front().agent->kept.give(std::move(signals));
+      agents.front().agent->kept.give(std::move(stamps));
+    }
+  }
+
   [[nodiscard]] abi::amd_signal* signal(std::uint32_t slot, std::uint32_t i) const noexcept {
     return static_cast<abi::amd_signal*>(signals.host()) + std::uint64_t{slot} * signals_per_slot + i;
   }

@@ -231,7 +231,10 @@ class graph_loader {
         }
         x.block = runtime::block{static_cast<std::uint16_t>(b[0]), static_cast<std::uint16_t>(b[1]), static_cast<std::uint16_t>(b[2])};
         const std::uint32_t na = r_.u32();
-        x.args = r_.raw(na);
+        {
+          const std::vector<std::byte> raw = r_.raw(na);
+          x.args.assign(raw.begin(), raw.end());
+        }
         if (r_.bad()) return x;
         x.kernel = t_.kernels[k];
         if (x.args.size() != x.kernel.kernarg_size) {

@@ -153,7 +153,7 @@ class graph_saver {
         w.u32(kernel_index(k));
         for (std::uint32_t v : {n.grid.x, n.grid.y, n.grid.z}) w.u32(v);
         for (std::uint32_t v : {n.block.x, n.block.y, n.block.z}) w.u32(v);
-        std::vector<std::byte> args = n.args;
+        std::vector<std::byte> args(n.args.begin(), n.args.end());
         for (std::uint32_t off : n.pointers)
           if (off + 8u <= args.size()) std::memset(args.data() + off, 0, 8);  // saved as addresses below
         w.u32(static_cast<std::uint32_t>(args.size()));

@@ -160,6 +160,10 @@ class aql_lowering {
     out_.aql.clear();
     out_.aql_node.clear();
     const auto& order = p_.order[seg];
+    // One packet per node, a barrier before the first and after the last; a node's waits add one
+    // more (grown then, rarely).
+    out_.aql.reserve(order.size() + 2);
+    out_.aql_node.reserve(order.size() + 2);
     bool first_barrier = false;
     if (v_.segments > 1) {
       std::vector<std::uint64_t> prev;

@@ -124,7 +124,7 @@ inline std::vector<std::uint32_t> flatten_into(const task_graph& g, const std::v
       continue;
     }
     node copy = n;
-    copy.deps = std::move(deps);
+    copy.deps.assign(deps.begin(), deps.end());
     copy.child.reset();
     out.push_back(std::move(copy));
     origin.push_back(here);

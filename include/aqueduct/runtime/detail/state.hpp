@@ -19,6 +19,7 @@
 #include <aqueduct/kfd/memory.hpp>
 #include <aqueduct/kfd/queue_resources.hpp>
 #include <aqueduct/runtime/any_device.hpp>
+#include <aqueduct/runtime/detail/buffer_cache.hpp>
 #include <aqueduct/runtime/detail/device_faults.hpp>
 #include <aqueduct/runtime/device_clock.hpp>
 #include <aqueduct/sync/signal.hpp>
@@ -118,7 +119,11 @@ struct agent_state {
   std::shared_ptr<const void> shader_code;
   // The GPU clock counter's calibration against the host (runtime/device_clock.hpp; its own mutex).
   clock_state clock;
+  // Buffers destroyed executable graphs gave back, for the next instantiation (its own mutex;
+  // detail/buffer_cache.hpp).
+  buffer_cache<file_type> kept;
 };
+
 
 // Shared by the system and everything made from it (agents, queues, buffers, executables,
 // signals): the state lives until the last of them is destroyed, so nothing dangles when the
@@ -187,6 +192,12 @@ struct system_state : std::enable_shared_from_this<system_state> {
 // What keeps the system state of `a` alive (held by every object made from it).
 using keep_alive = std::shared_ptr<const void>;
 [[nodiscard]] inline keep_alive keep_system(const agent_state& a) noexcept { return a.sys->weak_from_this().lock(); }
+
+// `bytes` of `use` memory on `a`'s GPU: a kept buffer (zeroed up to `bytes`) or a fresh one.
+inline result<kfd::buffer<file_type>> try_reusable_buffer(agent_state& a, std::uint64_t bytes, kfd::memory_use use) {
+  if (auto b = a.kept.take(bytes, use)) return std::move(*b);
+  return kfd::buffer<file_type>::try_allocate(a.sys->ref(), *a.node, byte_count(bytes), use);
+}
 
 // The agent's doorbell pages, mapped on first use.
 inline result<const kfd::doorbell_pages<file_type>*> try_doorbells(agent_state& a) {
