@@ -1,6 +1,7 @@
-// aqueduct/graph/detail/block_cache.hpp — the allocator of a graph's node arrays: large blocks
-// kept per thread when freed and handed out again, so that capturing, copying and instantiating
-// graphs over and over does not fault fresh pages in each time (not API).
+// aqueduct/graph/detail/block_cache.hpp — the allocator of a graph's node arrays and of each
+// node's lists: large and small blocks kept per thread when freed and handed out again, so that
+// capturing, copying and instantiating graphs over and over neither faults fresh pages in nor
+// goes through the heap's slow paths each time (not API).
 //
 // Layer: graph (not API). Why: a node is 704 bytes, so a 1,000-node graph's array is ~720 KB
 // and the vector that grows to it passes through 90, 180 and 360 KB blocks. glibc serves blocks
@@ -81,6 +82,8 @@ struct block_cache {
   }
   [[nodiscard]] static constexpr std::size_t small_class_bytes(std::size_t c) noexcept { return std::size_t{16} << c; }
 };
+static_assert(block_cache::small_class_of(1) == 0 && block_cache::small_class_of(16) == 0 && block_cache::small_class_of(17) == 1 &&
+              block_cache::small_class_of(32) == 1 && block_cache::small_class_of(block_cache::small_max) == block_cache::small_classes - 1);
 inline thread_local block_cache blocks;
 
 // std::allocator's interface; blocks up to block_cache::small_max bytes and of at least

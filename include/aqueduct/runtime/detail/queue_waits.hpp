@@ -126,13 +126,13 @@ class queue_waits {
   // that asks again and again, such as a graph's replay wait; a wait looks at the event itself).
   [[nodiscard]] std::optional<failure> known_fault() const {
     const Q& q = self();
-    return q.s_ ? queue_stop(q.s_->port, *q.s_->agent) : std::nullopt;
+    return q.s_ ? q.s_->stopped() : std::nullopt;
   }
   // The in-process device's own report of why it stopped this queue (it names the packet), or
   // none: what tells the queue that faulted from the others a GPU memory fault stopped too.
   [[nodiscard]] std::optional<failure> own_fault() const {
     const Q& q = self();
-    return q.s_ && q.s_->port && q.s_->port->faulted() ? q.s_->port->fault() : std::nullopt;
+    return q.s_ ? port_fault(q.s_->port) : std::nullopt;
   }
 
  protected:

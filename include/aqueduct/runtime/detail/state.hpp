@@ -179,13 +179,19 @@ struct system_state : std::enable_shared_from_this<system_state> {
   }
 };
 
+// The in-process device's own report of why it stopped the queue whose port is `port` (null on
+// /dev/kfd: none).
+[[nodiscard]] inline std::optional<failure> port_fault(const aqueduct::queue_port* port) {
+  return port && port->faulted() ? port->fault() : std::nullopt;
+}
+
 // Why the device stopped a queue of agent `a` whose port (null on /dev/kfd) is `port`, or none:
 // the in-process device's own report (it names the packet), else a GPU memory fault the KFD
 // reported, which stopped every queue of this GPU (detail/device_faults.hpp). `now`: look at the
 // memory event first when no fault is known (system_state::device_stop_now).
 [[nodiscard]] inline std::optional<failure> queue_stop(const aqueduct::queue_port* port, const agent_state& a,
                                                        bool now = false) {
-  if (port && port->faulted()) return port->fault();
+  if (auto f = port_fault(port)) return f;
   return now ? a.sys->device_stop_now(*a.node) : a.sys->device_stop(*a.node);
 }
 
