@@ -66,6 +66,29 @@ struct block_cache {
   [[nodiscard]] static constexpr std::size_t class_of(std::size_t bytes) noexcept {
     return static_cast<std::size_t>(std::bit_width((bytes - 1) / min_bytes));
   }
+  // A block off the list `head` (which holds `held` bytes; `bytes` each), or null. Under ASan
+  // nothing is kept, so the lists stay empty.
+  [[nodiscard]] static void* pop(free_block*& head, std::size_t& held, std::size_t bytes) noexcept {
+    free_block* b = head;
+    if (!b) return nullptr;
+    head = b->next;
+    held -= bytes;
+    b->~free_block();
+    return b;
+  }
+  // `p` (of `bytes`) onto the list `head` if what is held stays within `limit`; false: not kept.
+  [[nodiscard]] static bool push(free_block*& head, std::size_t& held, std::size_t bytes, std::size_t limit, void* p) noexcept {
+#if !AQUEDUCT_ASAN
+    if (held + bytes <= limit) {
+      head = ::new (p) free_block{head};
+      held += bytes;
+      return true;
+    }
+#else
+    (void)head, (void)held, (void)bytes, (void)limit, (void)p;
+#endif
+    return false;
+  }
   // The small lists back to the heap (a test that fails allocations in turn needs them to reach it).
   void release_small() noexcept {
     for (std::size_t c = 0; c < small_classes; ++c)
@@ -103,15 +126,8 @@ struct recycling_allocator {
     if (bytes < block_cache::min_bytes) return static_cast<T*>(::operator new(bytes, block_cache::align));
     const std::size_t c = block_cache::class_of(bytes);
     if (c >= block_cache::classes) return static_cast<T*>(::operator new(bytes, block_cache::align));
-#if !AQUEDUCT_ASAN
     block_cache& bc = blocks;
-    if (block_cache::free_block* b = bc.heads[c]) {
-      bc.heads[c] = b->next;
-      bc.held -= block_cache::class_bytes(c);
-      b->~free_block();
-      return static_cast<T*>(static_cast<void*>(b));
-    }
-#endif
+    if (void* b = block_cache::pop(bc.heads[c], bc.held, block_cache::class_bytes(c))) return static_cast<T*>(b);
     return static_cast<T*>(::operator new(block_cache::class_bytes(c), block_cache::align));
   }
 
@@ -121,14 +137,8 @@ struct recycling_allocator {
     if (bytes < block_cache::min_bytes) return ::operator delete(p, bytes, block_cache::align);
     const std::size_t c = block_cache::class_of(bytes);
     if (c >= block_cache::classes) return ::operator delete(p, bytes, block_cache::align);
-#if !AQUEDUCT_ASAN
     block_cache& bc = blocks;
-    if (bc.held + block_cache::class_bytes(c) <= block_cache::kept_bytes) {
-      bc.heads[c] = ::new (static_cast<void*>(p)) block_cache::free_block{bc.heads[c]};
-      bc.held += block_cache::class_bytes(c);
-      return;
-    }
-#endif
+    if (block_cache::push(bc.heads[c], bc.held, block_cache::class_bytes(c), block_cache::kept_bytes, p)) return;
     ::operator delete(p, block_cache::class_bytes(c), block_cache::align);
   }
 
@@ -142,27 +152,14 @@ struct recycling_allocator {
   // any request in it), kept on the class's list when freed.
   [[nodiscard]] static T* allocate_small(std::size_t bytes) {
     const std::size_t c = block_cache::small_class_of(bytes);
-#if !AQUEDUCT_ASAN
     block_cache& bc = blocks;
-    if (block_cache::free_block* b = bc.small_heads[c]) {
-      bc.small_heads[c] = b->next;
-      bc.small_held -= block_cache::small_class_bytes(c);
-      b->~free_block();
-      return static_cast<T*>(static_cast<void*>(b));
-    }
-#endif
+    if (void* b = block_cache::pop(bc.small_heads[c], bc.small_held, block_cache::small_class_bytes(c))) return static_cast<T*>(b);
     return static_cast<T*>(::operator new(block_cache::small_class_bytes(c)));
   }
   static void deallocate_small(T* p, std::size_t bytes) noexcept {
     const std::size_t c = block_cache::small_class_of(bytes);
-#if !AQUEDUCT_ASAN
     block_cache& bc = blocks;
-    if (bc.small_held + block_cache::small_class_bytes(c) <= block_cache::small_kept_bytes) {
-      bc.small_heads[c] = ::new (static_cast<void*>(p)) block_cache::free_block{bc.small_heads[c]};
-      bc.small_held += block_cache::small_class_bytes(c);
-      return;
-    }
-#endif
+    if (block_cache::push(bc.small_heads[c], bc.small_held, block_cache::small_class_bytes(c), block_cache::small_kept_bytes, p)) return;
     ::operator delete(static_cast<void*>(p), block_cache::small_class_bytes(c));
   }
 };
