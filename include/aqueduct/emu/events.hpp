@@ -28,6 +28,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <span>
 #include <vector>
 
 namespace aqueduct::emu {
@@ -165,7 +166,12 @@ class event_table {
   // WAIT_EVENTS. `data` is the user's array (already validated as addressable).
   int wait(abi::kfd::wait_events_args& a, abi::kfd::event_data* data) {
     std::unique_lock lock(m_);
-    std::vector<waiter> ws(a.num_events);
+    // Up to 8 events (every wait the runtime makes): the waiters on this stack, no allocation (a
+    // wait on /dev/kfd allocates nothing in the process; the hot-path tests count the caller's).
+    waiter few[8];
+    std::vector<waiter> many;
+    if (a.num_events > std::size(few)) many.resize(a.num_events);
+    const std::span<waiter> ws = a.num_events > std::size(few) ? std::span<waiter>(many) : std::span<waiter>(few, a.num_events);
     // init_event_waiter for each; an unknown id fails the whole call.
     for (std::uint32_t i = 0; i < a.num_events; ++i) {
       auto it = events_.find(data[i].event_id);
@@ -256,7 +262,7 @@ class event_table {
     ev.waiters.clear();
     cv_.notify_all();
   }
-  void unregister(std::vector<waiter>& ws, std::size_t n) {
+  void unregister(std::span<waiter> ws, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
       if (!ws[i].ev || ws[i].destroyed) continue;
       if (auto it = events_.find(ws[i].id); it != events_.end()) std::erase(it->second.waiters, &ws[i]);

@@ -176,19 +176,19 @@ struct device_state {
   int run(unsigned long kcmd, unsigned long request, void* arg, F&& handler) {
     const std::size_t usize = k::ioc_size(request);
     const std::size_t asize = std::max({usize, std::size_t{k::ioc_size(kcmd)}, sizeof(T)});
-    std::vector<unsigned char> buf(asize, 0);
+    alignas(8) unsigned char small[512];  // every kfd_ioctl.h argument fits: no allocation, as on /dev/kfd
+    std::vector<unsigned char> large(asize > sizeof small ? asize : 0);
+    unsigned char* const buf = large.empty() ? static_cast<unsigned char*>(std::memset(small, 0, asize)) : large.data();
     const unsigned dir = k::ioc_dir(kcmd);
-    if ((dir & k::ioc_write) && usize) {
-      if (!arg) return -EFAULT;
-      std::memcpy(buf.data(), arg, usize);
-    }
+    if ((dir & k::ioc_write) && usize && !arg) return -EFAULT;
+    if ((dir & k::ioc_write) && usize) std::memcpy(buf, arg, usize);
     T t;
-    std::memcpy(&t, buf.data(), sizeof(T));
+    std::memcpy(&t, buf, sizeof(T));
     int r = handler(t);
-    std::memcpy(buf.data(), &t, sizeof(T));
+    std::memcpy(buf, &t, sizeof(T));
     if ((dir & k::ioc_read) && usize) {
       if (!arg) return -EFAULT;
-      std::memcpy(arg, buf.data(), usize);
+      std::memcpy(arg, buf, usize);
     }
     return r;
   }
