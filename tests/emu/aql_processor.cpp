@@ -331,6 +331,41 @@ TEST_CASE("barrier-AND and barrier-OR stall the queue until their dependencies r
   CHECK(load(done) == 0);
 }
 
+// queue_wakeup::wait_for_notify: a queue held by a barrier-AND is not woken by the doorbells of
+// the packets behind it (they cannot launch before the barrier is satisfied): it polls the
+// signals on its own backoff (20 us doubling to 1 ms). Each doorbell woke it before (a lock and a
+// futex wake for the producer, a context switch for the processor): 300 doorbells made ~300
+// sleeps; now the sleeps are the backoff's, at most ~6 to reach 1 ms and one a ms after that.
+TEST_CASE("a barrier-AND that holds the queue is not woken by the doorbells of the packets behind it") {
+  queue_fixture f(arch::family::gfx11, {}, std::nullopt, 512);  // room for every packet behind it
+  f.registry.add("nothing", [](emu::workgroup_context&) {});
+  std::vector<std::unique_ptr<std::byte[], aligned_deleter>> kos;
+  const auto ko = make_kernel_object(f.vm, kos, descriptor(0, 0, 0), "nothing");
+  std::vector<std::unique_ptr<abi::amd_signal[], aligned_deleter>> sigs;
+  abi::amd_signal* gate = make_signal(f.vm, sigs, 1);
+  abi::barrier_and_packet band{};
+  band.header = abi::make_header(abi::packet_type::barrier_and, false, abi::fence_scope::system, abi::fence_scope::system);
+  band.dep_signal[0] = va(gate);
+  const std::uint64_t parked = f.proc->sleeps();
+  f.submit(band);
+  REQUIRE(aq_test::eventually([&] { return f.proc->sleeps() > parked; }));  // held, asleep
+  const std::uint64_t before = f.proc->sleeps();
+  const auto t0 = std::chrono::steady_clock::now();
+  constexpr std::uint64_t rounds = 300;
+  for (std::uint64_t i = 0; i < rounds; ++i) {
+    f.submit(dispatch_1d(ko, 0, 1, 1, 0));
+    std::this_thread::sleep_for(10us);
+  }
+  const auto elapsed_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+  const std::uint64_t slept = f.proc->sleeps() - before;
+  CAPTURE(elapsed_us);
+  CHECK(slept <= 8 + static_cast<std::uint64_t>(elapsed_us) / 1000);
+  CHECK(f.read_index() == 0);  // still held
+  store(gate, 0);              // no notify: the processor polls the signal itself
+  REQUIRE(f.proc->wait_retired(rounds + 1, 5s));
+  CHECK_FALSE(f.proc->has_error());
+}
+
 TEST_CASE("AMD barrier-value packet: (value & mask) cond compare, null signal satisfied") {
   queue_fixture f;
   std::vector<std::unique_ptr<abi::amd_signal[], aligned_deleter>> sigs;

@@ -185,6 +185,42 @@ TEST_CASE("WAIT_REG_MEM64 holds the queue until the 64-bit value compares true")
   REQUIRE(wait_word(&out[0], 7u));
 }
 
+// queue_wakeup::wait_for_notify: a MEC held by a WAIT_REG_MEM on its ring is not woken by the
+// doorbells of the packets behind it (they cannot run before the wait is satisfied): it re-reads
+// the memory on its own backoff (wait_poll 20 us doubling to 64x). Each doorbell woke it before
+// (a lock and a futex wake for the producer, a context switch for the MEC): 300 doorbells made
+// ~300 sleeps; now the sleeps are the backoff's, at most ~7 to reach 1.28 ms and one per 1.28 ms
+// after that.
+TEST_CASE("a WAIT_REG_MEM that holds the ring is not woken by the doorbells of the packets behind it") {
+  rig r;
+  r.start();
+  auto gate = gpu_alloc<std::uint32_t>(r.vm, 1, 64);
+  auto out = gpu_alloc<std::uint32_t>(r.vm, 1, 64);
+  stream wait;
+  wait.add(enc::wait_reg_mem_dwords, [&](auto o) { return enc::wait_reg_mem(o, aq::gpu_va(va(gate.get())), 1, ~0u, cf::equal); });
+  r.push(wait.dw);
+  REQUIRE(aq_test::eventually([&] { return r.proc->unsatisfied_polls() > 0; }));  // parked in the wait
+  const std::uint64_t before = r.proc->sleeps();
+  const auto t0 = std::chrono::steady_clock::now();
+  constexpr std::uint32_t rounds = 300;
+  std::uint64_t end = 0;
+  for (std::uint32_t i = 1; i <= rounds; ++i) {
+    stream s;
+    s.write(&out[0], i);
+    end = r.push(s.dw);
+    std::this_thread::sleep_for(10us);
+  }
+  const auto elapsed_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+  const std::uint64_t slept = r.proc->sleeps() - before;
+  CAPTURE(elapsed_us);
+  CHECK(slept <= 8 + static_cast<std::uint64_t>(elapsed_us) / 1280);
+  CHECK(load_acquire(&out[0]) == 0u);  // still held
+  std::atomic_ref<std::uint32_t>(gate[0]).store(1, std::memory_order_release);  // no notify: it polls
+  REQUIRE(r.proc->wait_consumed(end, 5000ms));
+  CHECK(load_acquire(&out[0]) == rounds);
+  CHECK_FALSE(r.proc->has_error());
+}
+
 TEST_CASE("a preemptible WAIT_REG_MEM (OPERATION 3) lets the queue be preempted; a plain one holds preemption off") {
   rig r;
   r.start();

@@ -261,6 +261,7 @@ class aql_processor : public queue_wakeup {
     std::chrono::microseconds backoff{20};
     while (!stopping()) {
       const std::uint64_t seen = wake_seq();  // before looking, so no doorbell is missed
+      const std::uint64_t notified = notify_seq();  // nor a completion or stop (the held waits below)
       tlb_.sync();  // the VM changed since the last look: the cached translations go
       retire();
       if (!has_error() && !preemption_point()) break;
@@ -279,8 +280,8 @@ class aql_processor : public queue_wakeup {
           wait_for_wakeup(seen, opt_.idle_poll);
         continue;
       }
-      if (h.barrier && !inflight_.empty()) {  // wait for every earlier packet to complete
-        wait_for_wakeup(seen, opt_.idle_poll);
+      if (h.barrier && !inflight_.empty()) {  // wait for every earlier packet to complete (a
+        wait_for_notify(notified, opt_.idle_poll);  // worker's notify, not a doorbell, says so)
         continue;
       }
       abi::aql_slot snap = read_slot(slot);
@@ -310,8 +311,8 @@ class aql_processor : public queue_wakeup {
         case abi::packet_type::vendor_specific: {
           const int r = barrier_satisfied(snap, h);
           if (r < 0) break;  // faulted
-          if (r == 0) {      // not yet: the queue stalls here
-            wait_for_wakeup(seen, backoff);
+          if (r == 0) {      // not yet: the queue stalls here, polling the signals (no doorbell helps)
+            wait_for_notify(notified, backoff);
             backoff = std::min(backoff * 2, std::chrono::microseconds(1000));
             break;
           }

@@ -169,9 +169,9 @@ class event_table {
     // Up to 8 events (every wait the runtime makes): the waiters on this stack, no allocation (a
     // wait on /dev/kfd allocates nothing in the process; the hot-path tests count the caller's).
     waiter few[8];
-    std::vector<waiter> many;
-    if (a.num_events > std::size(few)) many.resize(a.num_events);
-    const std::span<waiter> ws = a.num_events > std::size(few) ? std::span<waiter>(many) : std::span<waiter>(few, a.num_events);
+    const bool fits = a.num_events <= std::size(few);
+    std::vector<waiter> many(fits ? 0 : a.num_events);
+    const std::span<waiter> ws = fits ? std::span<waiter>(few, a.num_events) : std::span<waiter>(many);
     // init_event_waiter for each; an unknown id fails the whole call.
     for (std::uint32_t i = 0; i < a.num_events; ++i) {
       auto it = events_.find(data[i].event_id);

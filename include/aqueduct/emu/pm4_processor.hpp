@@ -250,10 +250,11 @@ class pm4_processor : public queue_wakeup {
       }
       cur_.resize(len);
       for (std::uint64_t i = 0; i < len; ++i) cur_[i] = ring_at(rptr_local_ + i);
+      const std::uint64_t notified = notify_seq();  // before a WAIT_REG_MEM reads its memory
       const step s = execute(cur_, 0, false);
       if (s == step::stopped) return;
-      if (s == step::retry) {  // WAIT_REG_MEM not satisfied: re-poll, backing off up to 64x
-        wait_for_wakeup(seen, opt_.wait_poll * (1u << std::min(retries_++, 6u)));
+      if (s == step::retry) {  // WAIT_REG_MEM not satisfied: re-poll, backing off up to 64x (no doorbell helps)
+        wait_for_notify(notified, opt_.wait_poll * (1u << std::min(retries_++, 6u)));
         continue;
       }
       retries_ = 0;

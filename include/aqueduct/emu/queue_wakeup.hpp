@@ -45,6 +45,7 @@ class queue_wakeup {
     {
       std::lock_guard lock(mu_);
       ++wake_seq_;
+      notify_seq_.fetch_add(1, std::memory_order_relaxed);
     }
     cv_.notify_all();
   }
@@ -73,6 +74,20 @@ class queue_wakeup {
     }
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
   }
+  // The count of notify() calls and stop requests alone (doorbells do not move it): read it
+  // before looking at what a packet waits for, then wait_for_notify(seen, ...).
+  [[nodiscard]] std::uint64_t notify_seq() const { return notify_seq_.load(std::memory_order_acquire); }
+  // Sleeps as wait_for_wakeup does, but a doorbell does not end the sleep: notify(), a stop or
+  // the timeout do. For a thread held by a packet that no doorbell can satisfy (an AQL barrier
+  // on signals, a PM4 WAIT_REG_MEM), which re-reads what it waits for as it backs off: the
+  // packets a doorbell announces queue behind that one anyway, and a doorbell that woke the
+  // thread cost the producer a lock and a futex wake per packet and the thread a context
+  // switch (bench_graph eager_dispatch_emulated: docs/benchmarks.md, session 30).
+  void wait_for_notify(std::uint64_t seen, std::chrono::microseconds timeout) {
+    sleeps_.fetch_add(1, std::memory_order_relaxed);
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, timeout, [&] { return stop_ || notify_seq_.load(std::memory_order_relaxed) != seen; });
+  }
   // After a ring runs dry, as a CP does: polls `ready()` (which should also watch wake_seq())
   // for up to `spin` before the caller sleeps in wait_for_wakeup. true: something to look at.
   template <class Ready>
@@ -95,6 +110,7 @@ class queue_wakeup {
       stop_ = true;
       stop_requested_.store(true, std::memory_order_release);
       ++wake_seq_;
+      notify_seq_.fetch_add(1, std::memory_order_relaxed);
     }
     cv_.notify_all();
     return true;
@@ -106,6 +122,7 @@ class queue_wakeup {
   // ring_doorbell); atomic so that the doorbell needs no lock.
   std::atomic<std::uint64_t> wake_seq_{0};
   std::atomic<unsigned> sleepers_{0};  // threads inside wait_for_wakeup
+  std::atomic<std::uint64_t> notify_seq_{0};  // notify() and stops (changed under mu_)
   bool stop_ = false;
   std::atomic<bool> stop_requested_{false};  // = stop_, readable without mu_ (stopping())
 

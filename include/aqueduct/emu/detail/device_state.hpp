@@ -177,8 +177,8 @@ struct device_state {
     const std::size_t usize = k::ioc_size(request);
     const std::size_t asize = std::max({usize, std::size_t{k::ioc_size(kcmd)}, sizeof(T)});
     alignas(8) unsigned char small[512];  // every kfd_ioctl.h argument fits: no allocation, as on /dev/kfd
-    std::vector<unsigned char> large(asize > sizeof small ? asize : 0);
-    unsigned char* const buf = large.empty() ? static_cast<unsigned char*>(std::memset(small, 0, asize)) : large.data();
+    std::vector<unsigned char> large(asize <= sizeof small ? 0 : asize);  // (the test, not large.empty(): memset's bound)
+    unsigned char* const buf = asize <= sizeof small ? static_cast<unsigned char*>(std::memset(small, 0, asize)) : large.data();
     const unsigned dir = k::ioc_dir(kcmd);
     if ((dir & k::ioc_write) && usize && !arg) return -EFAULT;
     if ((dir & k::ioc_write) && usize) std::memcpy(buf, arg, usize);

@@ -67,17 +67,11 @@ class buffer_cache {
   void give(buffer&& b) noexcept {
 #if !AQUEDUCT_ASAN
     if (!b || !b.host() || b.mapped_gpus().size() != 1 || b.mapped_gpus().front() != b.gpu_id()) return b.reset();
-    std::lock_guard lock(mu_);
-    if (kept_.size() >= kept_count || held_ + b.size().value > kept_bytes) return b.reset();
-    if (kept_.capacity() < kept_count) {
-      try {
-        kept_.reserve(kept_count);
-      } catch (...) {
-        return b.reset();
-      }
+    {
+      std::lock_guard lock(mu_);
+      if (keep_locked(b)) return;
     }
-    held_ += b.size().value;
-    kept_.push_back(std::move(b));
+    b.reset();  // refused: freed after the lock, as trim() does (the free is ioctls)
 #else
     b.reset();
 #endif
@@ -101,6 +95,21 @@ class buffer_cache {
   }
 
  private:
+  // Under mu_: keeps `b` (moved from) if the limits allow; false (b untouched) if not.
+  bool keep_locked(buffer& b) noexcept {
+    if (kept_.size() >= kept_count || held_ + b.size().value > kept_bytes) return false;
+    if (kept_.capacity() < kept_count) {
+      try {
+        kept_.reserve(kept_count);
+      } catch (...) {
+        return false;
+      }
+    }
+    held_ += b.size().value;
+    kept_.push_back(std::move(b));
+    return true;
+  }
+
   mutable std::mutex mu_;
   std::vector<buffer> kept_;
   std::uint64_t held_ = 0;

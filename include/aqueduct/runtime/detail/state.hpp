@@ -124,7 +124,6 @@ struct agent_state {
   buffer_cache<file_type> kept;
 };
 
-
 // Shared by the system and everything made from it (agents, queues, buffers, executables,
 // signals): the state lives until the last of them is destroyed, so nothing dangles when the
 // `system` value goes first, and a thread waiting on a queue keeps what it waits on alive.
