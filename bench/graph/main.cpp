@@ -15,7 +15,9 @@
 //   eager_dispatch   lowering co_await on(q).dispatch(...) (submission included, no wait)
 //                    floor: the runtime's typed q.try_dispatch(...); each iteration of both is a
 //                    call of a function of its own (eager_body, floor_body), whose instructions
-//                    scripts/graph-eager-cost.sh counts under callgrind
+//                    scripts/graph-eager-cost.sh counts under callgrind. Both on the real-device
+//                    path (the emulator's doorbell hook detached while timed, see gated());
+//                    eager_dispatch_emulated and its floor: the same with the hook
 //   capture          per node, a 1,000-node chain
 //   instantiate      per node, a 1,000-node chain (includes its memory allocation)
 //   node_update      exec.try_set_args on a kernel node
